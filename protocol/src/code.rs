@@ -1,0 +1,278 @@
+//! Numeric codes of the remoting protocol: request codes, response codes, languages, serialize types
+//! and the `MQVersion` ordinals the NameServer cares about (spec §1.6, §1.7, §1.13, §2).
+
+use std::fmt;
+
+/// A request code as sent in the `code` header field of a request.
+///
+/// Kept as a newtype over the raw integer: an unknown code is still a valid request (it is answered
+/// with `REQUEST_CODE_NOT_SUPPORTED`), so it must round-trip unchanged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RequestCode(pub i32);
+
+impl RequestCode {
+    pub const PUT_KV_CONFIG: Self = Self(100);
+    pub const GET_KV_CONFIG: Self = Self(101);
+    pub const DELETE_KV_CONFIG: Self = Self(102);
+    pub const REGISTER_BROKER: Self = Self(103);
+    pub const UNREGISTER_BROKER: Self = Self(104);
+    pub const GET_ROUTEINFO_BY_TOPIC: Self = Self(105);
+    pub const GET_BROKER_CLUSTER_INFO: Self = Self(106);
+    pub const WIPE_WRITE_PERM_OF_BROKER: Self = Self(205);
+    pub const GET_ALL_TOPIC_LIST_FROM_NAMESERVER: Self = Self(206);
+    pub const DELETE_TOPIC_IN_NAMESRV: Self = Self(216);
+    pub const REGISTER_TOPIC_IN_NAMESRV: Self = Self(217);
+    pub const GET_KVLIST_BY_NAMESPACE: Self = Self(219);
+    pub const GET_TOPICS_BY_CLUSTER: Self = Self(224);
+    pub const GET_SYSTEM_TOPIC_LIST_FROM_NS: Self = Self(304);
+    pub const GET_UNIT_TOPIC_LIST: Self = Self(311);
+    pub const GET_HAS_UNIT_SUB_TOPIC_LIST: Self = Self(312);
+    pub const GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST: Self = Self(313);
+    pub const UPDATE_NAMESRV_CONFIG: Self = Self(318);
+    pub const GET_NAMESRV_CONFIG: Self = Self(319);
+    pub const QUERY_DATA_VERSION: Self = Self(322);
+    pub const ADD_WRITE_PERM_OF_BROKER: Self = Self(327);
+    pub const GET_BROKER_MEMBER_GROUP: Self = Self(901);
+    pub const BROKER_HEARTBEAT: Self = Self(904);
+    /// Sent by a NameServer to brokers (spec §5.11); never answered by one.
+    pub const NOTIFY_MIN_BROKER_ID_CHANGE: Self = Self(905);
+
+    /// Every request code a 5.x NameServer answers (spec §2), in numeric order.
+    pub const NAMESRV_CODES: [Self; 23] = [
+        Self::PUT_KV_CONFIG,
+        Self::GET_KV_CONFIG,
+        Self::DELETE_KV_CONFIG,
+        Self::REGISTER_BROKER,
+        Self::UNREGISTER_BROKER,
+        Self::GET_ROUTEINFO_BY_TOPIC,
+        Self::GET_BROKER_CLUSTER_INFO,
+        Self::WIPE_WRITE_PERM_OF_BROKER,
+        Self::GET_ALL_TOPIC_LIST_FROM_NAMESERVER,
+        Self::DELETE_TOPIC_IN_NAMESRV,
+        Self::REGISTER_TOPIC_IN_NAMESRV,
+        Self::GET_KVLIST_BY_NAMESPACE,
+        Self::GET_TOPICS_BY_CLUSTER,
+        Self::GET_SYSTEM_TOPIC_LIST_FROM_NS,
+        Self::GET_UNIT_TOPIC_LIST,
+        Self::GET_HAS_UNIT_SUB_TOPIC_LIST,
+        Self::GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST,
+        Self::UPDATE_NAMESRV_CONFIG,
+        Self::GET_NAMESRV_CONFIG,
+        Self::QUERY_DATA_VERSION,
+        Self::ADD_WRITE_PERM_OF_BROKER,
+        Self::GET_BROKER_MEMBER_GROUP,
+        Self::BROKER_HEARTBEAT,
+    ];
+
+    /// The Java constant name of a known code, for logs and tables.
+    pub fn name(self) -> Option<&'static str> {
+        Some(match self.0 {
+            100 => "PUT_KV_CONFIG",
+            101 => "GET_KV_CONFIG",
+            102 => "DELETE_KV_CONFIG",
+            103 => "REGISTER_BROKER",
+            104 => "UNREGISTER_BROKER",
+            105 => "GET_ROUTEINFO_BY_TOPIC",
+            106 => "GET_BROKER_CLUSTER_INFO",
+            205 => "WIPE_WRITE_PERM_OF_BROKER",
+            206 => "GET_ALL_TOPIC_LIST_FROM_NAMESERVER",
+            216 => "DELETE_TOPIC_IN_NAMESRV",
+            217 => "REGISTER_TOPIC_IN_NAMESRV",
+            219 => "GET_KVLIST_BY_NAMESPACE",
+            224 => "GET_TOPICS_BY_CLUSTER",
+            304 => "GET_SYSTEM_TOPIC_LIST_FROM_NS",
+            311 => "GET_UNIT_TOPIC_LIST",
+            312 => "GET_HAS_UNIT_SUB_TOPIC_LIST",
+            313 => "GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST",
+            318 => "UPDATE_NAMESRV_CONFIG",
+            319 => "GET_NAMESRV_CONFIG",
+            322 => "QUERY_DATA_VERSION",
+            327 => "ADD_WRITE_PERM_OF_BROKER",
+            901 => "GET_BROKER_MEMBER_GROUP",
+            904 => "BROKER_HEARTBEAT",
+            905 => "NOTIFY_MIN_BROKER_ID_CHANGE",
+            _ => return None,
+        })
+    }
+}
+
+impl fmt::Display for RequestCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.name() {
+            Some(name) => write!(f, "{name}({})", self.0),
+            None => write!(f, "{}", self.0),
+        }
+    }
+}
+
+/// A response code as sent in the `code` header field of a response (spec §1.13).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ResponseCode(pub i32);
+
+impl ResponseCode {
+    pub const SUCCESS: Self = Self(0);
+    pub const SYSTEM_ERROR: Self = Self(1);
+    pub const SYSTEM_BUSY: Self = Self(2);
+    pub const REQUEST_CODE_NOT_SUPPORTED: Self = Self(3);
+    pub const NO_PERMISSION: Self = Self(16);
+    pub const TOPIC_NOT_EXIST: Self = Self(17);
+    pub const QUERY_NOT_FOUND: Self = Self(22);
+    pub const GO_AWAY: Self = Self(1500);
+}
+
+/// The sender's language (spec §1.6). Unknown codes and names decode to [`LanguageCode::Unknown`],
+/// as Java decodes them to `null` without failing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum LanguageCode {
+    #[default]
+    Java,
+    Cpp,
+    Dotnet,
+    Python,
+    Delphi,
+    Erlang,
+    Ruby,
+    Other,
+    Http,
+    Go,
+    Php,
+    Oms,
+    Rust,
+    NodeJs,
+    Unknown(u8),
+}
+
+impl LanguageCode {
+    const NAMES: [&'static str; 14] = [
+        "JAVA", "CPP", "DOTNET", "PYTHON", "DELPHI", "ERLANG", "RUBY", "OTHER", "HTTP", "GO",
+        "PHP", "OMS", "RUST", "NODE_JS",
+    ];
+
+    pub fn from_code(code: u8) -> Self {
+        match code {
+            0 => Self::Java,
+            1 => Self::Cpp,
+            2 => Self::Dotnet,
+            3 => Self::Python,
+            4 => Self::Delphi,
+            5 => Self::Erlang,
+            6 => Self::Ruby,
+            7 => Self::Other,
+            8 => Self::Http,
+            9 => Self::Go,
+            10 => Self::Php,
+            11 => Self::Oms,
+            12 => Self::Rust,
+            13 => Self::NodeJs,
+            other => Self::Unknown(other),
+        }
+    }
+
+    pub fn code(self) -> u8 {
+        match self {
+            Self::Java => 0,
+            Self::Cpp => 1,
+            Self::Dotnet => 2,
+            Self::Python => 3,
+            Self::Delphi => 4,
+            Self::Erlang => 5,
+            Self::Ruby => 6,
+            Self::Other => 7,
+            Self::Http => 8,
+            Self::Go => 9,
+            Self::Php => 10,
+            Self::Oms => 11,
+            Self::Rust => 12,
+            Self::NodeJs => 13,
+            Self::Unknown(code) => code,
+        }
+    }
+
+    pub fn from_name(name: &str) -> Self {
+        Self::NAMES
+            .iter()
+            .position(|n| *n == name)
+            .and_then(|i| u8::try_from(i).ok())
+            .map_or(Self::Unknown(u8::MAX), Self::from_code)
+    }
+
+    /// The Java enum name, or `None` for an unknown language (Java writes nothing for null).
+    pub fn name(self) -> Option<&'static str> {
+        Self::NAMES.get(usize::from(self.code())).copied()
+    }
+}
+
+/// Header serialization, the high byte of the header-length word (spec §1.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum SerializeType {
+    #[default]
+    Json,
+    RocketMq,
+}
+
+impl SerializeType {
+    pub fn from_byte(byte: u8) -> Option<Self> {
+        match byte {
+            0 => Some(Self::Json),
+            1 => Some(Self::RocketMq),
+            _ => None,
+        }
+    }
+
+    pub fn byte(self) -> u8 {
+        match self {
+            Self::Json => 0,
+            Self::RocketMq => 1,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Json => "JSON",
+            Self::RocketMq => "ROCKETMQ",
+        }
+    }
+}
+
+/// `MQVersion.Version` ordinals that change NameServer behaviour (spec §1.7).
+pub mod version {
+    /// Below it REGISTER_BROKER carries a bare TopicConfigSerializeWrapper.
+    pub const V3_0_11: i32 = 37;
+    /// From it GET_ROUTEINFO_BY_TOPIC answers in standard JSON.
+    pub const V4_9_4: i32 = 401;
+    pub const V4_9_8: i32 = 409;
+    /// From it a compressed RegisterBrokerBody carries the static-topic mapping section.
+    pub const V5_0_0: i32 = 413;
+    /// What a Java 5.3.3 NameServer advertises in its responses; our default.
+    pub const V5_3_3: i32 = 479;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn language_names_and_codes_round_trip() {
+        for code in 0..=13u8 {
+            let lang = LanguageCode::from_code(code);
+            assert_eq!(lang.code(), code);
+            let name = lang.name().expect("known languages have names");
+            assert_eq!(LanguageCode::from_name(name), lang);
+        }
+        assert_eq!(LanguageCode::from_name("GO"), LanguageCode::Go);
+        assert_eq!(LanguageCode::from_name("KLINGON").name(), None);
+        assert_eq!(LanguageCode::from_code(200).name(), None);
+    }
+
+    #[test]
+    fn all_namesrv_codes_have_names() {
+        for code in RequestCode::NAMESRV_CODES {
+            assert!(code.name().is_some(), "{code:?}");
+        }
+        assert_eq!(RequestCode(10).to_string(), "10");
+        assert_eq!(
+            RequestCode::GET_ROUTEINFO_BY_TOPIC.to_string(),
+            "GET_ROUTEINFO_BY_TOPIC(105)"
+        );
+    }
+}

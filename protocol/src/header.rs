@@ -1,0 +1,462 @@
+//! The two header serializations (spec §1.3, §1.4): JSON (type 0) and the binary ROCKETMQ form
+//! (type 1). Decoding is as lenient as the Java server; encoding is exactly what Java writes.
+
+use std::fmt;
+
+use bytes::{Buf, BufMut};
+use serde::de::{self, Deserializer, MapAccess, Visitor};
+use serde::{Deserialize, Serialize};
+
+use crate::code::{LanguageCode, SerializeType};
+use crate::command::{ExtFields, RemotingCommand};
+use crate::fastjson::{self, JsonStyle};
+
+/// A header that could not be decoded. Closes the connection (spec §1.9).
+#[derive(Debug, thiserror::Error)]
+pub enum HeaderError {
+    #[error("bad JSON header: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("JSON header is not an object")]
+    NotAnObject,
+    #[error("bad ROCKETMQ header: {0}")]
+    Binary(&'static str),
+    #[error("ROCKETMQ header declares {declared} bytes but its fields use {used}")]
+    BinaryLength { declared: usize, used: usize },
+}
+
+/// Header fields of a command, without the body.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct HeaderFields {
+    pub code: i32,
+    pub language: LanguageCode,
+    pub version: i32,
+    pub opaque: i32,
+    pub flag: i32,
+    pub remark: Option<String>,
+    pub ext_fields: Option<ExtFields>,
+}
+
+/// Decodes a header of the given serialize type.
+pub fn decode(serialize_type: SerializeType, bytes: &[u8]) -> Result<HeaderFields, HeaderError> {
+    match serialize_type {
+        SerializeType::Json => decode_json(bytes),
+        SerializeType::RocketMq => decode_binary(bytes),
+    }
+}
+
+/// Appends the header of `cmd` in its serialize type.
+pub fn encode(cmd: &RemotingCommand, out: &mut Vec<u8>) -> Result<(), HeaderError> {
+    match cmd.serialize_type {
+        SerializeType::Json => encode_json(cmd, out),
+        SerializeType::RocketMq => {
+            encode_binary(cmd, out);
+            Ok(())
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// JSON
+
+/// What we accept in a JSON header: any key order, unknown keys, missing or `null` optional keys,
+/// `language` as a name or a number, ext values of any scalar type.
+#[derive(Deserialize)]
+struct JsonHeaderIn {
+    #[serde(default, deserialize_with = "lenient_i32")]
+    code: i32,
+    #[serde(default, deserialize_with = "lenient_language")]
+    language: LanguageCode,
+    #[serde(default, deserialize_with = "lenient_i32")]
+    version: i32,
+    #[serde(default, deserialize_with = "lenient_i32")]
+    opaque: i32,
+    #[serde(default, deserialize_with = "lenient_i32")]
+    flag: i32,
+    #[serde(default)]
+    remark: Option<String>,
+    #[serde(default, rename = "extFields", deserialize_with = "lenient_ext_fields")]
+    ext_fields: Option<ExtFields>,
+}
+
+fn decode_json(bytes: &[u8]) -> Result<HeaderFields, HeaderError> {
+    // serde would also read a struct from an array; a header must be an object.
+    if bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+        return Err(HeaderError::NotAnObject);
+    }
+    let h: JsonHeaderIn = serde_json::from_slice(bytes)?;
+    Ok(HeaderFields {
+        code: h.code,
+        language: h.language,
+        version: h.version,
+        opaque: h.opaque,
+        flag: h.flag,
+        remark: h.remark,
+        ext_fields: h.ext_fields,
+    })
+}
+
+/// What Java writes: properties in alphabetical order, nulls omitted.
+#[derive(Serialize)]
+struct JsonHeaderOut<'a> {
+    code: i32,
+    #[serde(rename = "extFields", skip_serializing_if = "Option::is_none")]
+    ext_fields: Option<&'a ExtFields>,
+    flag: i32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    language: Option<&'static str>,
+    opaque: i32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    remark: Option<&'a str>,
+    #[serde(rename = "serializeTypeCurrentRPC")]
+    serialize_type: &'static str,
+    version: i32,
+}
+
+fn encode_json(cmd: &RemotingCommand, out: &mut Vec<u8>) -> Result<(), HeaderError> {
+    let header = JsonHeaderOut {
+        code: cmd.code,
+        ext_fields: cmd.ext_fields.as_ref(),
+        flag: cmd.flag,
+        language: cmd.language.name(),
+        opaque: cmd.opaque,
+        remark: cmd.remark.as_deref(),
+        serialize_type: SerializeType::Json.name(),
+        version: cmd.version,
+    };
+    fastjson::write_to(out, &header, JsonStyle::Legacy)?;
+    Ok(())
+}
+
+/// Accepts an integer, a numeric string or `null` (0), as fastjson does for `int` properties.
+fn lenient_i32<'de, D: Deserializer<'de>>(deserializer: D) -> Result<i32, D::Error> {
+    struct IntVisitor;
+    impl Visitor<'_> for IntVisitor {
+        type Value = i32;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a 32-bit integer")
+        }
+        fn visit_i64<E: de::Error>(self, v: i64) -> Result<i32, E> {
+            i32::try_from(v).map_err(|_| E::custom(format!("{v} does not fit in 32 bits")))
+        }
+        fn visit_u64<E: de::Error>(self, v: u64) -> Result<i32, E> {
+            i32::try_from(v).map_err(|_| E::custom(format!("{v} does not fit in 32 bits")))
+        }
+        fn visit_str<E: de::Error>(self, v: &str) -> Result<i32, E> {
+            v.trim()
+                .parse()
+                .map_err(|_| E::custom(format!("{v:?} is not an integer")))
+        }
+        fn visit_unit<E: de::Error>(self) -> Result<i32, E> {
+            Ok(0)
+        }
+        fn visit_none<E: de::Error>(self) -> Result<i32, E> {
+            Ok(0)
+        }
+    }
+    deserializer.deserialize_any(IntVisitor)
+}
+
+/// Accepts a language name (`"JAVA"`), a language code number, or `null`.
+fn lenient_language<'de, D: Deserializer<'de>>(deserializer: D) -> Result<LanguageCode, D::Error> {
+    struct LanguageVisitor;
+    impl Visitor<'_> for LanguageVisitor {
+        type Value = LanguageCode;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a language name or code")
+        }
+        fn visit_str<E: de::Error>(self, v: &str) -> Result<LanguageCode, E> {
+            Ok(LanguageCode::from_name(v))
+        }
+        fn visit_u64<E: de::Error>(self, v: u64) -> Result<LanguageCode, E> {
+            Ok(u8::try_from(v).map_or(LanguageCode::Unknown(u8::MAX), LanguageCode::from_code))
+        }
+        fn visit_i64<E: de::Error>(self, v: i64) -> Result<LanguageCode, E> {
+            Ok(u8::try_from(v).map_or(LanguageCode::Unknown(u8::MAX), LanguageCode::from_code))
+        }
+        fn visit_unit<E: de::Error>(self) -> Result<LanguageCode, E> {
+            Ok(LanguageCode::Unknown(u8::MAX))
+        }
+    }
+    deserializer.deserialize_any(LanguageVisitor)
+}
+
+/// Accepts an object whose values are strings, numbers, booleans or null (null entries dropped:
+/// Java's lookup of a null value and of a missing key are the same), or a `null` object.
+fn lenient_ext_fields<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<ExtFields>, D::Error> {
+    struct ExtVisitor;
+    impl<'de> Visitor<'de> for ExtVisitor {
+        type Value = Option<ExtFields>;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("an object of string values")
+        }
+        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let mut fields = ExtFields::new();
+            while let Some((key, value)) = map.next_entry::<String, serde_json::Value>()? {
+                let text = match value {
+                    serde_json::Value::Null => continue,
+                    serde_json::Value::String(s) => s,
+                    other => other.to_string(),
+                };
+                fields.insert(key, text);
+            }
+            Ok(Some(fields))
+        }
+    }
+    deserializer.deserialize_any(ExtVisitor)
+}
+
+// ---------------------------------------------------------------------------------------------
+// ROCKETMQ binary
+
+/// Size of the fixed part: code 2, language 1, version 2, opaque 4, flag 4, remark length 4,
+/// ext length 4.
+pub const BINARY_FIXED_LEN: usize = 21;
+
+fn decode_binary(bytes: &[u8]) -> Result<HeaderFields, HeaderError> {
+    let declared = bytes.len();
+    let mut buf = bytes;
+    if buf.remaining() < BINARY_FIXED_LEN - 4 {
+        return Err(HeaderError::Binary("shorter than the fixed 21 bytes"));
+    }
+    let code = i32::from(buf.get_i16());
+    let language = LanguageCode::from_code(buf.get_u8());
+    let version = i32::from(buf.get_i16());
+    let opaque = buf.get_i32();
+    let flag = buf.get_i32();
+    let remark = read_string(&mut buf, 4, "remark length out of range")?;
+    if buf.remaining() < 4 {
+        return Err(HeaderError::Binary("shorter than the fixed 21 bytes"));
+    }
+    let ext_len = buf.get_i32();
+    let ext_len = usize::try_from(ext_len)
+        .ok()
+        .filter(|len| *len <= buf.remaining())
+        .ok_or(HeaderError::Binary("extFields length out of range"))?;
+    let ext_fields = if ext_len == 0 {
+        None
+    } else {
+        let (mut ext, rest) = buf.split_at(ext_len);
+        buf = rest;
+        let mut fields = ExtFields::new();
+        while ext.has_remaining() {
+            let key = read_string(&mut ext, 2, "extFields key length out of range")?;
+            let value = read_string(&mut ext, 4, "extFields value length out of range")?;
+            // Java decodes a zero-length string as null; a null value reads as a missing key.
+            if let (Some(key), Some(value)) = (key, value) {
+                fields.insert(key, value);
+            }
+        }
+        Some(fields)
+    };
+    if buf.has_remaining() {
+        return Err(HeaderError::BinaryLength {
+            declared,
+            used: declared - buf.remaining(),
+        });
+    }
+    Ok(HeaderFields {
+        code,
+        language,
+        version,
+        opaque,
+        flag,
+        remark,
+        ext_fields,
+    })
+}
+
+/// Reads a length-prefixed UTF-8 string (`len_bytes` is 2 or 4); length 0 is `None`.
+fn read_string(
+    buf: &mut &[u8],
+    len_bytes: usize,
+    err: &'static str,
+) -> Result<Option<String>, HeaderError> {
+    if buf.remaining() < len_bytes {
+        return Err(HeaderError::Binary(err));
+    }
+    let len = if len_bytes == 2 {
+        i64::from(buf.get_i16())
+    } else {
+        i64::from(buf.get_i32())
+    };
+    let len = usize::try_from(len)
+        .ok()
+        .filter(|len| *len <= buf.remaining())
+        .ok_or(HeaderError::Binary(err))?;
+    if len == 0 {
+        return Ok(None);
+    }
+    let (text, rest) = buf.split_at(len);
+    *buf = rest;
+    String::from_utf8(text.to_vec())
+        .map(Some)
+        .map_err(|_| HeaderError::Binary("string is not UTF-8"))
+}
+
+fn encode_binary(cmd: &RemotingCommand, out: &mut Vec<u8>) {
+    // Java writes code and version as 16 bits; no real value is larger.
+    out.put_i16(cmd.code as i16);
+    out.put_u8(cmd.language.code());
+    out.put_i16(cmd.version as i16);
+    out.put_i32(cmd.opaque);
+    out.put_i32(cmd.flag);
+    match cmd.remark.as_deref().filter(|r| !r.is_empty()) {
+        Some(remark) => {
+            out.put_i32(len_i32(remark.len()));
+            out.put_slice(remark.as_bytes());
+        }
+        None => out.put_i32(0),
+    }
+    let ext_len_at = out.len();
+    out.put_i32(0);
+    if let Some(fields) = &cmd.ext_fields {
+        for (key, value) in fields.iter() {
+            // Keys longer than i16::MAX cannot be represented; Java would corrupt them. Skip.
+            let Ok(key_len) = i16::try_from(key.len()) else {
+                continue;
+            };
+            out.put_i16(key_len);
+            out.put_slice(key.as_bytes());
+            out.put_i32(len_i32(value.len()));
+            out.put_slice(value.as_bytes());
+        }
+    }
+    let ext_len = len_i32(out.len() - ext_len_at - 4);
+    out[ext_len_at..ext_len_at + 4].copy_from_slice(&ext_len.to_be_bytes());
+}
+
+/// Lengths of our own strings; frames are capped far below 2 GiB.
+fn len_i32(len: usize) -> i32 {
+    i32::try_from(len).unwrap_or(i32::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decode_str(s: &str) -> HeaderFields {
+        decode_json(s.as_bytes()).unwrap()
+    }
+
+    #[test]
+    fn json_accepts_go_cpp_and_rust_client_headers() {
+        let go = decode_str(
+            r#"{"code":105,"language":"GO","version":317,"opaque":1,"flag":0,"remark":"","extFields":{"topic":"TopicTest"}}"#,
+        );
+        assert_eq!(
+            (go.code, go.language, go.version, go.opaque),
+            (105, LanguageCode::Go, 317, 1)
+        );
+        assert_eq!(go.remark.as_deref(), Some(""));
+        assert_eq!(go.ext_fields.unwrap().get("topic"), Some("TopicTest"));
+
+        let cpp = decode_str(
+            "{\"code\":105,\"extFields\":{\"AccessKey\":\"\",\"ONSChannelKey\":\"\",\"Signature\":\"\",\"topic\":\"T\"},\"flag\":0,\"language\":\"CPP\",\"opaque\":3,\"remark\":\"\",\"version\":333}\n",
+        );
+        assert_eq!(cpp.language, LanguageCode::Cpp);
+        assert_eq!(cpp.ext_fields.unwrap().get("topic"), Some("T"));
+
+        let rust =
+            decode_str(r#" {"code":106,"remark":null,"extFields":null,"opaque":0,"language":12} "#);
+        assert_eq!(rust.code, 106);
+        assert_eq!(rust.language, LanguageCode::Rust);
+        assert!(rust.remark.is_none());
+        assert!(rust.ext_fields.is_none());
+    }
+
+    #[test]
+    fn json_is_lenient_about_types_and_unknown_keys() {
+        let h = decode_str(
+            r#"{"unknown":[1,{"x":2}],"code":"103","flag":null,"language":"MARTIAN","extFields":{"brokerId":0,"compressed":false,"n":null}}"#,
+        );
+        assert_eq!(h.code, 103);
+        assert_eq!(h.flag, 0);
+        assert_eq!(h.language.name(), None);
+        let ext = h.ext_fields.unwrap();
+        assert_eq!(ext.get("brokerId"), Some("0"));
+        assert_eq!(ext.get("compressed"), Some("false"));
+        assert_eq!(ext.get("n"), None);
+    }
+
+    #[test]
+    fn json_rejects_garbage() {
+        assert!(decode_json(b"{{").is_err());
+        assert!(decode_json(b"[]").is_err());
+        assert!(decode_json(br#"{"code":99999999999}"#).is_err());
+    }
+
+    #[test]
+    fn binary_header_sizes_match_java_tests() {
+        // RocketMQSerializableTest: code 103, version 2333.
+        let mut cmd = RemotingCommand::request(crate::code::RequestCode::REGISTER_BROKER)
+            .with_version(2333)
+            .with_serialize_type(SerializeType::RocketMq);
+        let mut out = Vec::new();
+        encode_binary(&cmd, &mut out);
+        assert_eq!(out.len(), 21);
+
+        cmd.remark = Some("Sample Remark".into());
+        out.clear();
+        encode_binary(&cmd, &mut out);
+        assert_eq!(out.len(), 34);
+        assert_eq!(&out[13..17], &13i32.to_be_bytes());
+
+        cmd.remark = None;
+        cmd.ext_fields = Some(ExtFields::new().with("key", "value"));
+        out.clear();
+        encode_binary(&cmd, &mut out);
+        assert_eq!(out.len(), 35);
+        assert_eq!(&out[17..21], &14i32.to_be_bytes());
+        let back = decode_binary(&out).unwrap();
+        assert_eq!(back.version, 2333);
+        assert_eq!(back.ext_fields.unwrap().get("key"), Some("value"));
+    }
+
+    #[test]
+    fn binary_empty_strings_decode_as_null() {
+        let cmd = RemotingCommand::request(crate::code::RequestCode::GET_ROUTEINFO_BY_TOPIC)
+            .with_ext("topic", "")
+            .with_ext("other", "x");
+        let mut out = Vec::new();
+        encode_binary(&cmd, &mut out);
+        let back = decode_binary(&out).unwrap();
+        let ext = back.ext_fields.unwrap();
+        assert_eq!(ext.get("topic"), None);
+        assert_eq!(ext.get("other"), Some("x"));
+    }
+
+    #[test]
+    fn binary_rejects_inconsistent_lengths() {
+        let cmd = RemotingCommand::request(crate::code::RequestCode::GET_ROUTEINFO_BY_TOPIC)
+            .with_ext("topic", "T");
+        let mut out = Vec::new();
+        encode_binary(&cmd, &mut out);
+        // Truncated anywhere: an error, never a panic.
+        for cut in 0..out.len() {
+            assert!(decode_binary(&out[..cut]).is_err(), "cut at {cut}");
+        }
+        // Trailing garbage inside the declared header length.
+        let mut long = out.clone();
+        long.push(0);
+        assert!(matches!(
+            decode_binary(&long),
+            Err(HeaderError::BinaryLength { .. })
+        ));
+        // Negative remark length.
+        let mut neg = out.clone();
+        neg[13..17].copy_from_slice(&(-1i32).to_be_bytes());
+        assert!(decode_binary(&neg).is_err());
+        // ext length larger than the header.
+        let mut big = out;
+        big[17..21].copy_from_slice(&1000i32.to_be_bytes());
+        assert!(decode_binary(&big).is_err());
+    }
+}
