@@ -1,0 +1,2 @@
+//! The rmq-namesrv actor system and the state it owns.
+pub mod route;
