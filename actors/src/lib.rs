@@ -1,2 +1,20 @@
 //! The rmq-namesrv actor system and the state it owns.
+//!
+//! ```text
+//!  TCP ──► Listener ──(start)──► Connection (one per socket, on a worker arbiter)
+//!                                   │  frame → dispatch → typed message
+//!                                   ▼
+//!                             RouteRegistry (own arbiter; sole owner of RouteTables)
+//!                                   ▲
+//!  Housekeeping ── ScanInactive ────┘ ── ChannelClosed (relayed from Connection stops)
+//! ```
+
+pub mod connection;
+pub mod dispatch;
+pub mod housekeeping;
+pub mod listener;
+pub mod messages;
+pub mod registry;
+pub mod response;
 pub mod route;
+pub mod settings;

@@ -172,6 +172,8 @@ pub struct RouteTables {
     /// Bytes held by encoded routes, and the most they may hold.
     cached_bytes: usize,
     cache_limit: usize,
+    /// Expiry of brokers that registered no timeout of their own.
+    default_expiry: Duration,
 }
 
 impl Default for RouteTables {
@@ -193,7 +195,14 @@ impl RouteTables {
             options,
             cached_bytes: 0,
             cache_limit,
+            default_expiry: DEFAULT_BROKER_EXPIRY,
         }
+    }
+
+    /// Sets the expiry of brokers that register no `heartbeatTimeoutMillis` (default 120 s).
+    pub fn with_default_expiry(mut self, expiry: Duration) -> Self {
+        self.default_expiry = expiry;
+        self
     }
 
     pub fn options(&self) -> RouteOptions {
@@ -357,7 +366,7 @@ impl RouteTables {
             instance.clone(),
             LiveBroker {
                 last_update: now,
-                timeout: reg.heartbeat_timeout.unwrap_or(DEFAULT_BROKER_EXPIRY),
+                timeout: reg.heartbeat_timeout.unwrap_or(self.default_expiry),
                 data_version: reg.topics.data_version,
                 conn: reg.conn,
                 ha_server_addr: reg.ha_server_addr.clone(),

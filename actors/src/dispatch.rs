@@ -1,0 +1,328 @@
+//! Request code + headers + body -> typed message (pure; runs on the connection's thread, so
+//! CRC checks, inflating and JSON parsing of registrations stay off the registry's mailbox).
+
+use std::time::Duration;
+
+use rmq_protocol::body::{DataVersion, RegisterBrokerBody, TopicRouteData};
+use rmq_protocol::code::version;
+use rmq_protocol::fastjson::{self, JsonStyle};
+use rmq_protocol::headers::{
+    BrokerHeartbeatHeader, BrokerIdentityHeader, BrokerNameHeader, CommandHeader,
+    DeleteTopicHeader, GetBrokerMemberGroupHeader, GetRouteInfoHeader, GetTopicsByClusterHeader,
+    HeaderFieldError, QueryDataVersionHeader, RegisterBrokerHeader, RegisterTopicHeader,
+};
+use rmq_protocol::{RemotingCommand, RequestCode};
+
+use crate::messages::*;
+use crate::response::{not_supported, system_error};
+use crate::route::{BrokerInstance, ConnId, Registration, Unregistration};
+use crate::settings::ConnectionSettings;
+
+/// A decoded request, addressed to the actor that answers it.
+#[derive(Debug)]
+pub enum Request {
+    RegisterBroker(RegisterBroker),
+    UnregisterBroker(UnregisterBroker),
+    BrokerHeartbeat(BrokerHeartbeat),
+    QueryDataVersion(QueryDataVersion),
+    GetRouteInfo(GetRouteInfo),
+    GetClusterInfo(GetClusterInfo),
+    GetBrokerMemberGroup(GetBrokerMemberGroup),
+    WipeWritePerm(WipeWritePerm),
+    AddWritePerm(AddWritePerm),
+    GetTopicList(GetTopicList),
+    DeleteTopic(DeleteTopic),
+    RegisterTopic(RegisterTopic),
+}
+
+/// Decodes `cmd` into a [`Request`], or the response to send at once: unknown codes, bad
+/// headers, CRC mismatches and undecodable bodies.
+pub fn dispatch(
+    cmd: &RemotingCommand,
+    conn: ConnId,
+    settings: &ConnectionSettings,
+) -> Result<Request, RemotingCommand> {
+    let code = cmd.request_code();
+    let request = match code {
+        RequestCode::REGISTER_BROKER => {
+            Request::RegisterBroker(register_broker(cmd, conn, settings)?)
+        }
+        RequestCode::UNREGISTER_BROKER => {
+            let h = header::<BrokerIdentityHeader>(cmd)?;
+            Request::UnregisterBroker(UnregisterBroker {
+                request: Unregistration {
+                    cluster: h.cluster_name.into(),
+                    addr: h.broker_addr.into(),
+                    name: h.broker_name.into(),
+                    id: h.broker_id,
+                },
+            })
+        }
+        RequestCode::BROKER_HEARTBEAT => {
+            let h = header::<BrokerHeartbeatHeader>(cmd)?;
+            Request::BrokerHeartbeat(BrokerHeartbeat {
+                instance: BrokerInstance::new(h.cluster_name, h.broker_addr),
+            })
+        }
+        RequestCode::QUERY_DATA_VERSION => {
+            let h = header::<QueryDataVersionHeader>(cmd)?;
+            let version = match cmd.body.as_deref() {
+                Some(bytes) => Some(
+                    fastjson::from_slice::<DataVersion>(bytes)
+                        .map_err(|e| system_error(format!("bad DataVersion body: {e}")))?,
+                ),
+                None => None,
+            };
+            Request::QueryDataVersion(QueryDataVersion {
+                instance: BrokerInstance::new(h.cluster_name, h.broker_addr),
+                version,
+            })
+        }
+        RequestCode::GET_ROUTEINFO_BY_TOPIC => {
+            let h = header::<GetRouteInfoHeader>(cmd)?;
+            let style =
+                if cmd.version >= version::V4_9_4 || h.accept_standard_json_only == Some(true) {
+                    JsonStyle::Standard
+                } else {
+                    JsonStyle::Legacy
+                };
+            let zone = h
+                .zone_name
+                .filter(|zone| h.zone_mode && !zone.trim().is_empty());
+            Request::GetRouteInfo(GetRouteInfo {
+                topic: h.topic,
+                style,
+                zone,
+            })
+        }
+        RequestCode::GET_BROKER_CLUSTER_INFO => Request::GetClusterInfo(GetClusterInfo),
+        RequestCode::GET_BROKER_MEMBER_GROUP => {
+            let h = header::<GetBrokerMemberGroupHeader>(cmd)?;
+            Request::GetBrokerMemberGroup(GetBrokerMemberGroup {
+                cluster: h.cluster_name,
+                name: h.broker_name,
+            })
+        }
+        RequestCode::WIPE_WRITE_PERM_OF_BROKER => Request::WipeWritePerm(WipeWritePerm {
+            name: header::<BrokerNameHeader>(cmd)?.broker_name,
+        }),
+        RequestCode::ADD_WRITE_PERM_OF_BROKER => Request::AddWritePerm(AddWritePerm {
+            name: header::<BrokerNameHeader>(cmd)?.broker_name,
+        }),
+        RequestCode::GET_ALL_TOPIC_LIST_FROM_NAMESERVER => topic_list(TopicListKind::All),
+        RequestCode::GET_TOPICS_BY_CLUSTER => topic_list(TopicListKind::ByCluster(
+            header::<GetTopicsByClusterHeader>(cmd)?.cluster,
+        )),
+        RequestCode::GET_SYSTEM_TOPIC_LIST_FROM_NS => topic_list(TopicListKind::System),
+        RequestCode::GET_UNIT_TOPIC_LIST => topic_list(TopicListKind::Unit),
+        RequestCode::GET_HAS_UNIT_SUB_TOPIC_LIST => topic_list(TopicListKind::HasUnitSub),
+        RequestCode::GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST => {
+            topic_list(TopicListKind::HasUnitSubUnUnit)
+        }
+        RequestCode::DELETE_TOPIC_IN_NAMESRV => {
+            let h = header::<DeleteTopicHeader>(cmd)?;
+            Request::DeleteTopic(DeleteTopic {
+                topic: h.topic,
+                cluster: h.cluster_name,
+            })
+        }
+        RequestCode::REGISTER_TOPIC_IN_NAMESRV => {
+            let h = header::<RegisterTopicHeader>(cmd)?;
+            let queue_datas = match cmd.body.as_deref() {
+                Some(bytes) => {
+                    fastjson::from_slice::<TopicRouteData>(bytes)
+                        .map_err(|e| system_error(format!("bad TopicRouteData body: {e}")))?
+                        .queue_datas
+                }
+                None => Vec::new(),
+            };
+            Request::RegisterTopic(RegisterTopic {
+                topic: h.topic,
+                queue_datas,
+            })
+        }
+        _ => return Err(not_supported(cmd.code)),
+    };
+    Ok(request)
+}
+
+fn topic_list(kind: TopicListKind) -> Request {
+    Request::GetTopicList(GetTopicList { kind })
+}
+
+/// Reads a custom header; a missing or unparsable required field is a SYSTEM_ERROR naming it.
+fn header<H: CommandHeader>(cmd: &RemotingCommand) -> Result<H, RemotingCommand> {
+    H::decode(cmd).map_err(|e: HeaderFieldError| system_error(e.to_string()))
+}
+
+/// REGISTER_BROKER (spec §3.4 steps 1-2): checksum, then the body by request version.
+fn register_broker(
+    cmd: &RemotingCommand,
+    conn: ConnId,
+    settings: &ConnectionSettings,
+) -> Result<RegisterBroker, RemotingCommand> {
+    let h = header::<RegisterBrokerHeader>(cmd)?;
+    if h.body_crc32 != 0 {
+        let crc = (crc32fast::hash(cmd.body_bytes()) & 0x7FFF_FFFF) as i32;
+        if crc != h.body_crc32 {
+            return Err(system_error("crc32 not match"));
+        }
+    }
+    if cmd.version < 0 {
+        return Err(system_error(format!("unknown MQ version {}", cmd.version)));
+    }
+    let body = RegisterBrokerBody::decode(
+        cmd.body.as_deref(),
+        h.compressed,
+        cmd.version,
+        settings.max_inflated_body,
+    )
+    .map_err(|e| system_error(e.to_string()))?;
+    let filter_servers = (cmd.version >= version::V3_0_11).then_some(body.filter_server_list);
+    Ok(RegisterBroker {
+        registration: Registration {
+            cluster: h.cluster_name.into(),
+            addr: h.broker_addr.into(),
+            name: h.broker_name.into(),
+            id: h.broker_id,
+            ha_server_addr: h.ha_server_addr,
+            zone_name: h.zone_name,
+            heartbeat_timeout: h
+                .heartbeat_timeout_millis
+                .map(|ms| Duration::from_millis(u64::try_from(ms).unwrap_or(0))),
+            enable_acting_master: h.enable_acting_master,
+            topics: body.topic_config_wrapper,
+            filter_servers,
+            conn,
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use rmq_protocol::body::{to_json, TopicConfig};
+    use rmq_protocol::headers::{CommandHeader, RegisterBrokerHeader};
+
+    use super::*;
+
+    fn register_request(body: Vec<u8>, crc: i32, compressed: bool) -> RemotingCommand {
+        let header = RegisterBrokerHeader {
+            broker_name: "b".into(),
+            broker_addr: "127.0.0.1:1".into(),
+            cluster_name: "c".into(),
+            ha_server_addr: None,
+            broker_id: 0,
+            heartbeat_timeout_millis: Some(-5),
+            enable_acting_master: Some(false),
+            compressed,
+            body_crc32: crc,
+            zone_name: None,
+        };
+        RemotingCommand::request(RequestCode::REGISTER_BROKER)
+            .with_ext_fields(header.to_ext())
+            .with_body(body)
+    }
+
+    fn sample_body() -> RegisterBrokerBody {
+        let mut body = RegisterBrokerBody::default();
+        for t in ["a", "b"] {
+            body.topic_config_wrapper
+                .topic_config_table
+                .insert(t.into(), TopicConfig::new(t, 4, 6));
+        }
+        body
+    }
+
+    #[test]
+    fn register_checks_crc_and_decodes() {
+        let json = to_json(&sample_body(), JsonStyle::Legacy);
+        let crc = (crc32fast::hash(&json) & 0x7FFF_FFFF) as i32;
+        let settings = ConnectionSettings::default();
+        match dispatch(
+            &register_request(json.clone(), crc, false),
+            ConnId(1),
+            &settings,
+        ) {
+            Ok(Request::RegisterBroker(m)) => {
+                assert_eq!(m.registration.topics.topic_config_table.len(), 2);
+                assert_eq!(m.registration.heartbeat_timeout, Some(Duration::ZERO));
+                assert_eq!(m.registration.filter_servers, Some(Vec::new()));
+            }
+            other => panic!("{other:?}"),
+        }
+        let err = dispatch(
+            &register_request(json.clone(), crc ^ 1, false),
+            ConnId(1),
+            &settings,
+        )
+        .unwrap_err();
+        assert_eq!(
+            (err.code, err.remark.as_deref()),
+            (1, Some("crc32 not match"))
+        );
+        // crc 0: unchecked.
+        assert!(dispatch(&register_request(json, 0, false), ConnId(1), &settings).is_ok());
+        // Compressed, with a wrong flag: a decode error naming the body.
+        let zipped = sample_body().encode_compressed(true);
+        assert!(dispatch(
+            &register_request(zipped.clone(), 0, true),
+            ConnId(1),
+            &settings
+        )
+        .is_ok());
+        let err = dispatch(&register_request(zipped, 0, false), ConnId(1), &settings).unwrap_err();
+        assert_eq!(err.code, 1);
+    }
+
+    #[test]
+    fn route_style_by_version_and_flag() {
+        let settings = ConnectionSettings::default();
+        let style = |cmd: RemotingCommand| match dispatch(&cmd, ConnId(1), &settings) {
+            Ok(Request::GetRouteInfo(m)) => m.style,
+            other => panic!("{other:?}"),
+        };
+        let req =
+            RemotingCommand::request(RequestCode::GET_ROUTEINFO_BY_TOPIC).with_ext("topic", "T");
+        assert_eq!(style(req.clone()), JsonStyle::Standard);
+        assert_eq!(style(req.clone().with_version(317)), JsonStyle::Legacy);
+        assert_eq!(
+            style(
+                req.with_version(317)
+                    .with_ext("acceptStandardJsonOnly", "true")
+            ),
+            JsonStyle::Standard
+        );
+    }
+
+    #[test]
+    fn unknown_and_bad_requests_answer_at_once() {
+        let settings = ConnectionSettings::default();
+        let err = dispatch(
+            &RemotingCommand::request(RequestCode(10)),
+            ConnId(1),
+            &settings,
+        )
+        .unwrap_err();
+        assert_eq!(err.code, 3);
+        let err = dispatch(
+            &RemotingCommand::request(RequestCode::UNREGISTER_BROKER),
+            ConnId(1),
+            &settings,
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.remark.as_deref(),
+            Some("the custom field <brokerName> is null")
+        );
+        let bad_version = RemotingCommand::request(RequestCode::QUERY_DATA_VERSION)
+            .with_ext("brokerAddr", "a")
+            .with_ext("clusterName", "c")
+            .with_body(&b"{not json"[..]);
+        assert_eq!(
+            dispatch(&bad_version, ConnId(1), &settings)
+                .unwrap_err()
+                .code,
+            1
+        );
+    }
+}

@@ -1,0 +1,163 @@
+//! Housekeeping: the expiry scan timer and the connection lifecycle. It sends the registry a
+//! `ScanInactive` every scan interval and closes the connections of the brokers it drops; it
+//! relays every connection close as `ChannelClosed`; it closes all connections at shutdown.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use actix::prelude::*;
+use tokio::sync::oneshot;
+use tracing::{debug, info, warn};
+
+use crate::connection::Connection;
+use crate::messages::{
+    ChannelClosed, CloseAll, CloseConnection, ConnectionClosed, ConnectionOpened, OpenConnections,
+    RunScan, ScanInactive,
+};
+use crate::registry::RouteRegistry;
+use crate::route::{ConnId, ExpiredBroker};
+
+/// The housekeeping actor.
+pub struct Housekeeping {
+    routes: Addr<RouteRegistry>,
+    scan_interval: Duration,
+    connections: HashMap<ConnId, Addr<Connection>>,
+    /// `CloseAll` callers waiting for the last connection to stop.
+    drain_waiters: Vec<oneshot::Sender<usize>>,
+    /// Set by `CloseAll`: the server is stopping, no more scans.
+    stopping: bool,
+}
+
+impl Housekeeping {
+    pub fn new(routes: Addr<RouteRegistry>, scan_interval: Duration) -> Self {
+        Self {
+            routes,
+            scan_interval,
+            connections: HashMap::new(),
+            drain_waiters: Vec::new(),
+            stopping: false,
+        }
+    }
+
+    fn scan(&mut self, ctx: &mut Context<Self>) {
+        if self.stopping {
+            return;
+        }
+        self.routes
+            .send(ScanInactive {
+                now: Instant::now(),
+            })
+            .into_actor(self)
+            .map(|result, act, _| match result {
+                Ok(expired) => act.close_expired(&expired),
+                Err(err) => {
+                    warn!(error = %err, "expiry scan not delivered; route registry unavailable")
+                }
+            })
+            .spawn(ctx);
+    }
+
+    fn close_expired(&mut self, expired: &[ExpiredBroker]) {
+        for broker in expired {
+            if let Some(conn) = self.connections.get(&broker.conn) {
+                conn.do_send(CloseConnection {
+                    reason: "broker heartbeat expired",
+                });
+            }
+        }
+    }
+
+    fn wake_drain_waiters(&mut self) {
+        let open = self.connections.len();
+        for waiter in self.drain_waiters.drain(..) {
+            let _ = waiter.send(open);
+        }
+    }
+}
+
+impl Actor for Housekeeping {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        info!(scan_interval = ?self.scan_interval, "housekeeping started");
+        ctx.run_interval(self.scan_interval, Self::scan);
+    }
+}
+
+impl Supervised for Housekeeping {
+    fn restarting(&mut self, _: &mut Self::Context) {
+        // Connections re-announce nothing, so keep the map: it is still accurate.
+        warn!(
+            connections = self.connections.len(),
+            "housekeeping restarting"
+        );
+    }
+}
+
+impl Handler<ConnectionOpened> for Housekeeping {
+    type Result = ();
+
+    fn handle(&mut self, msg: ConnectionOpened, _: &mut Context<Self>) {
+        self.connections.insert(msg.conn, msg.addr);
+    }
+}
+
+impl Handler<ConnectionClosed> for Housekeeping {
+    type Result = ();
+
+    fn handle(&mut self, msg: ConnectionClosed, _: &mut Context<Self>) {
+        self.connections.remove(&msg.conn);
+        self.routes.do_send(ChannelClosed { conn: msg.conn });
+        if self.connections.is_empty() {
+            self.wake_drain_waiters();
+        }
+    }
+}
+
+impl Handler<RunScan> for Housekeeping {
+    type Result = ResponseActFuture<Self, Vec<ExpiredBroker>>;
+
+    fn handle(&mut self, msg: RunScan, _: &mut Context<Self>) -> Self::Result {
+        Box::pin(
+            self.routes
+                .send(ScanInactive { now: msg.now })
+                .into_actor(self)
+                .map(|result, act, _| {
+                    let expired = result.unwrap_or_default();
+                    act.close_expired(&expired);
+                    expired
+                }),
+        )
+    }
+}
+
+impl Handler<OpenConnections> for Housekeeping {
+    type Result = usize;
+
+    fn handle(&mut self, _: OpenConnections, _: &mut Context<Self>) -> usize {
+        self.connections.len()
+    }
+}
+
+impl Handler<CloseAll> for Housekeeping {
+    type Result = ResponseFuture<usize>;
+
+    fn handle(&mut self, msg: CloseAll, ctx: &mut Context<Self>) -> Self::Result {
+        self.stopping = true;
+        let open = self.connections.len();
+        debug!(open, "closing all connections");
+        for conn in self.connections.values() {
+            conn.do_send(CloseConnection {
+                reason: "server stopping",
+            });
+        }
+        if open == 0 {
+            return Box::pin(async { 0 });
+        }
+        let (tx, rx) = oneshot::channel();
+        self.drain_waiters.push(tx);
+        let wait = msg.deadline.saturating_duration_since(Instant::now());
+        ctx.run_later(wait, |act, _| act.wake_drain_waiters());
+        Box::pin(async move { rx.await.unwrap_or(0) })
+    }
+}

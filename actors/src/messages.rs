@@ -1,0 +1,246 @@
+//! Every message between the actors. Request/reply messages travel with `Addr::send` (a one-shot
+//! reply channel); events with `do_send`.
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use actix::prelude::*;
+use bytes::Bytes;
+use rmq_protocol::body::{DataVersion, QueueData};
+use rmq_protocol::fastjson::JsonStyle;
+
+use crate::connection::Connection;
+use crate::route::{
+    BrokerInstance, ConnId, ExpiredBroker, RegisterOutcome, Registration, Unregistration,
+};
+use crate::settings::LiveSettings;
+
+// ---------------------------------------------------------------------------------------------
+// Connection -> RouteRegistry: one message per request code.
+
+/// REGISTER_BROKER, with its body already decoded by the connection.
+#[derive(Debug, Message)]
+#[rtype(result = "RegisterBrokerReply")]
+pub struct RegisterBroker {
+    pub registration: Registration,
+}
+
+/// What REGISTER_BROKER answers: the outcome and, if configured, the ORDER_TOPIC_CONFIG table.
+#[derive(Debug)]
+pub struct RegisterBrokerReply {
+    pub outcome: RegisterOutcome,
+    /// Encoded KVTable of the ORDER_TOPIC_CONFIG namespace, when it exists and
+    /// `returnOrderTopicConfigToBroker` is on.
+    pub order_topic_config: Option<Bytes>,
+}
+
+/// UNREGISTER_BROKER.
+#[derive(Debug, Message)]
+#[rtype(result = "()")]
+pub struct UnregisterBroker {
+    pub request: Unregistration,
+}
+
+/// BROKER_HEARTBEAT.
+#[derive(Debug, Message)]
+#[rtype(result = "()")]
+pub struct BrokerHeartbeat {
+    pub instance: BrokerInstance,
+}
+
+/// QUERY_DATA_VERSION.
+#[derive(Debug, Message)]
+#[rtype(result = "DataVersionReply")]
+pub struct QueryDataVersion {
+    pub instance: BrokerInstance,
+    /// The broker's version from the request body; `None` always reads as changed.
+    pub version: Option<DataVersion>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DataVersionReply {
+    pub changed: bool,
+    pub stored: Option<DataVersion>,
+}
+
+/// GET_ROUTEINFO_BY_TOPIC.
+#[derive(Debug, Message)]
+#[rtype(result = "Result<RouteBody, RouteError>")]
+pub struct GetRouteInfo {
+    /// `None` when the request had no topic: answered TOPIC_NOT_EXIST for "null", as Java does.
+    pub topic: Option<String>,
+    pub style: JsonStyle,
+    /// The zone to filter by, when the request asked for zone mode with a non-blank zone.
+    pub zone: Option<String>,
+}
+
+/// An encoded route body, shared with the registry's cache.
+#[derive(Debug, Clone)]
+pub struct RouteBody(pub Bytes);
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RouteError {
+    #[error("No topic route info in name server for the topic: {0}")]
+    TopicNotExist(String),
+    #[error("name server not ready")]
+    NotReady,
+}
+
+/// GET_BROKER_CLUSTER_INFO.
+#[derive(Debug, Message)]
+#[rtype(result = "Body")]
+pub struct GetClusterInfo;
+
+/// GET_BROKER_MEMBER_GROUP.
+#[derive(Debug, Message)]
+#[rtype(result = "Body")]
+pub struct GetBrokerMemberGroup {
+    pub cluster: String,
+    pub name: String,
+}
+
+/// A SUCCESS response body.
+#[derive(Debug, Clone)]
+pub struct Body(pub Bytes);
+
+/// WIPE_WRITE_PERM_OF_BROKER.
+#[derive(Debug, Message)]
+#[rtype(result = "WipeTopicCount")]
+pub struct WipeWritePerm {
+    pub name: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WipeTopicCount(pub usize);
+
+/// ADD_WRITE_PERM_OF_BROKER.
+#[derive(Debug, Message)]
+#[rtype(result = "AddTopicCount")]
+pub struct AddWritePerm {
+    pub name: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AddTopicCount(pub usize);
+
+/// The topic-list queries (codes 206, 224, 304, 311, 312, 313).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TopicListKind {
+    All,
+    ByCluster(String),
+    System,
+    Unit,
+    HasUnitSub,
+    HasUnitSubUnUnit,
+}
+
+/// One of the topic-list queries; refused with "disable" when switched off.
+#[derive(Debug, Message)]
+#[rtype(result = "Result<Body, Disabled>")]
+pub struct GetTopicList {
+    pub kind: TopicListKind,
+}
+
+/// A query switched off by `enableAllTopicList` / `enableTopicList`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Disabled;
+
+/// DELETE_TOPIC_IN_NAMESRV.
+#[derive(Debug, Message)]
+#[rtype(result = "()")]
+pub struct DeleteTopic {
+    pub topic: String,
+    pub cluster: Option<String>,
+}
+
+/// REGISTER_TOPIC_IN_NAMESRV.
+#[derive(Debug, Message)]
+#[rtype(result = "()")]
+pub struct RegisterTopic {
+    pub topic: String,
+    pub queue_datas: Vec<QueueData>,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Housekeeping <-> RouteRegistry, Connection, Listener.
+
+/// Periodic expiry scan; returns the brokers dropped, whose connections Housekeeping closes.
+#[derive(Debug, Message)]
+#[rtype(result = "Vec<ExpiredBroker>")]
+pub struct ScanInactive {
+    pub now: Instant,
+}
+
+/// Asks Housekeeping to run an expiry scan now, as if the clock read `now`, and close the
+/// expired brokers' connections (tests and tools drive expiry with it instead of waiting).
+#[derive(Debug, Message)]
+#[rtype(result = "Vec<ExpiredBroker>")]
+pub struct RunScan {
+    pub now: Instant,
+}
+
+/// From Housekeeping when a connection stops (EOF, bad frame, expiry, shutdown).
+#[derive(Debug, Message)]
+#[rtype(result = "()")]
+pub struct ChannelClosed {
+    pub conn: ConnId,
+}
+
+/// A connection started; Housekeeping tracks it to close it on expiry or shutdown.
+#[derive(Debug, Message)]
+#[rtype(result = "()")]
+pub struct ConnectionOpened {
+    pub conn: ConnId,
+    pub addr: Addr<Connection>,
+}
+
+/// A connection stopped.
+#[derive(Debug, Message)]
+#[rtype(result = "()")]
+pub struct ConnectionClosed {
+    pub conn: ConnId,
+}
+
+/// Asks a connection to flush what it has written and close.
+#[derive(Debug, Message)]
+#[rtype(result = "()")]
+pub struct CloseConnection {
+    pub reason: &'static str,
+}
+
+/// Closes every connection; answers once all have stopped or `deadline` has passed, with the
+/// number still open.
+#[derive(Debug, Message)]
+#[rtype(result = "usize")]
+pub struct CloseAll {
+    pub deadline: Instant,
+}
+
+/// How many connections are open.
+#[derive(Debug, Message)]
+#[rtype(result = "usize")]
+pub struct OpenConnections;
+
+/// Stops accepting new connections.
+#[derive(Debug, Message)]
+#[rtype(result = "()")]
+pub struct StopAccepting;
+
+// ---------------------------------------------------------------------------------------------
+// Configuration and KV -> RouteRegistry.
+
+/// New values of the live-updatable settings.
+#[derive(Debug, Message)]
+#[rtype(result = "()")]
+pub struct ApplySettings {
+    pub settings: LiveSettings,
+}
+
+/// The ORDER_TOPIC_CONFIG namespace changed; the registry keeps a copy for routes and
+/// registration replies.
+#[derive(Debug, Message)]
+#[rtype(result = "()")]
+pub struct OrderTopicConfChanged {
+    /// `None` when the namespace does not exist (REGISTER_BROKER replies then carry no body).
+    pub table: Option<BTreeMap<String, String>>,
+}

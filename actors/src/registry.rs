@@ -1,0 +1,329 @@
+//! RouteRegistry: the single owner of the route tables. Handlers are short and synchronous; the
+//! rules live in [`crate::route`].
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use actix::prelude::*;
+use bytes::Bytes;
+use rmq_protocol::body::{to_json, GetBrokerMemberGroupResponseBody, KvTable, TopicRouteData};
+use rmq_protocol::fastjson::JsonStyle;
+use tracing::{debug, info, warn};
+
+use crate::messages::*;
+use crate::route::{ExpiredBroker, RouteTables};
+use crate::settings::LiveSettings;
+
+/// Mailbox capacity: senders wait (backpressure) once this many messages are queued.
+pub const REGISTRY_MAILBOX: usize = 16 * 1024;
+
+/// The route registry actor. Its state is soft: brokers re-register every 30 s, so a restarted
+/// registry (see [`actix::Supervised`]) is complete again within one registration period.
+pub struct RouteRegistry {
+    tables: RouteTables,
+    settings: LiveSettings,
+    /// A copy of the KV namespace ORDER_TOPIC_CONFIG, pushed by the KV store on every change.
+    order_topic_conf: BTreeMap<String, String>,
+    /// That namespace encoded as a KVTable, for REGISTER_BROKER replies; `None` when it does
+    /// not exist.
+    order_topic_conf_body: Option<Bytes>,
+    /// When this registry started; route queries may wait `wait_for_service` after it.
+    started_at: Instant,
+    limits: RegistryLimits,
+}
+
+/// Start-time limits of the registry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RegistryLimits {
+    /// Bytes of encoded routes kept in the route cache.
+    pub route_cache_bytes: usize,
+    /// Expiry of brokers that registered no timeout of their own.
+    pub broker_expiry: std::time::Duration,
+}
+
+impl Default for RegistryLimits {
+    fn default() -> Self {
+        Self {
+            route_cache_bytes: 64 * 1024 * 1024,
+            broker_expiry: crate::route::DEFAULT_BROKER_EXPIRY,
+        }
+    }
+}
+
+fn new_tables(settings: &LiveSettings, limits: RegistryLimits) -> RouteTables {
+    RouteTables::new(settings.route_options(), limits.route_cache_bytes)
+        .with_default_expiry(limits.broker_expiry)
+}
+
+impl RouteRegistry {
+    pub fn new(settings: LiveSettings, limits: RegistryLimits) -> Self {
+        Self {
+            tables: new_tables(&settings, limits),
+            settings,
+            order_topic_conf: BTreeMap::new(),
+            order_topic_conf_body: None,
+            started_at: Instant::now(),
+            limits,
+        }
+    }
+
+    fn route_body(&mut self, topic: &str, style: JsonStyle) -> Option<Bytes> {
+        let order_conf = self
+            .settings
+            .order_message_enable
+            .then(|| self.order_topic_conf.get(topic).map(String::as_str))
+            .flatten();
+        self.tables.route_body(topic, style, order_conf)
+    }
+
+    fn zone_filtered_route(&self, topic: &str, zone: &str) -> Option<Bytes> {
+        let mut route = self.tables.topic_route(topic)?;
+        if self.settings.order_message_enable {
+            route.order_topic_conf = self.order_topic_conf.get(topic).cloned();
+        }
+        filter_by_zone(&mut route, zone);
+        // Java re-encodes zone-filtered routes in the legacy style, whatever the request asked.
+        Some(Bytes::from(to_json(&route, JsonStyle::Legacy)))
+    }
+}
+
+/// Java's `ZoneRouteRPCHook` (spec §3.6 step 6): keep groups without a master or in `zone`
+/// (case-insensitive); drop every other group with its queues and filter servers.
+pub fn filter_by_zone(route: &mut TopicRouteData, zone: &str) {
+    let mut dropped = Vec::new();
+    route.broker_datas.retain(|b| {
+        let keep = !b.broker_addrs.contains_key(&0)
+            || b.zone_name
+                .as_deref()
+                .is_some_and(|z| z.eq_ignore_ascii_case(zone));
+        if !keep {
+            dropped.push(b.clone());
+        }
+        keep
+    });
+    for broker in &dropped {
+        route
+            .queue_datas
+            .retain(|q| q.broker_name != broker.broker_name);
+        for addr in broker.broker_addrs.values() {
+            route.filter_server_table.remove(addr);
+        }
+    }
+}
+
+impl Actor for RouteRegistry {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        ctx.set_mailbox_capacity(REGISTRY_MAILBOX);
+        info!("route registry started");
+    }
+}
+
+impl Supervised for RouteRegistry {
+    fn restarting(&mut self, _: &mut Self::Context) {
+        // Route state is rebuilt by the brokers' next registrations; settings and the KV copy
+        // survive because they are not derived from broker traffic.
+        warn!(
+            topics = self.tables.topic_count(),
+            brokers = self.tables.live_count(),
+            "route registry restarting; routes come back with the next broker registrations"
+        );
+        self.tables = new_tables(&self.settings, self.limits);
+        self.started_at = Instant::now();
+    }
+}
+
+impl Handler<RegisterBroker> for RouteRegistry {
+    type Result = MessageResult<RegisterBroker>;
+
+    fn handle(&mut self, msg: RegisterBroker, _: &mut Context<Self>) -> Self::Result {
+        let outcome = self.tables.register(msg.registration, Instant::now());
+        let order_topic_config = if self.settings.return_order_topic_config_to_broker {
+            self.order_topic_conf_body.clone()
+        } else {
+            None
+        };
+        MessageResult(RegisterBrokerReply {
+            outcome,
+            order_topic_config,
+        })
+    }
+}
+
+impl Handler<UnregisterBroker> for RouteRegistry {
+    type Result = ();
+
+    fn handle(&mut self, msg: UnregisterBroker, _: &mut Context<Self>) {
+        self.tables.unregister(std::slice::from_ref(&msg.request));
+    }
+}
+
+impl Handler<BrokerHeartbeat> for RouteRegistry {
+    type Result = ();
+
+    fn handle(&mut self, msg: BrokerHeartbeat, _: &mut Context<Self>) {
+        if !self.tables.heartbeat(&msg.instance, Instant::now()) {
+            debug!(broker = %msg.instance, "heartbeat from an unregistered broker ignored");
+        }
+    }
+}
+
+impl Handler<QueryDataVersion> for RouteRegistry {
+    type Result = MessageResult<QueryDataVersion>;
+
+    fn handle(&mut self, msg: QueryDataVersion, _: &mut Context<Self>) -> Self::Result {
+        let (changed, stored) =
+            self.tables
+                .query_data_version(&msg.instance, msg.version.as_ref(), Instant::now());
+        MessageResult(DataVersionReply { changed, stored })
+    }
+}
+
+impl Handler<GetRouteInfo> for RouteRegistry {
+    type Result = Result<RouteBody, RouteError>;
+
+    fn handle(&mut self, msg: GetRouteInfo, _: &mut Context<Self>) -> Self::Result {
+        if self.settings.need_wait_for_service
+            && self.started_at.elapsed() < self.settings.wait_for_service
+        {
+            return Err(RouteError::NotReady);
+        }
+        let Some(topic) = msg.topic else {
+            return Err(RouteError::TopicNotExist("null".to_owned()));
+        };
+        let body = match &msg.zone {
+            Some(zone) => self.zone_filtered_route(&topic, zone),
+            None => self.route_body(&topic, msg.style),
+        };
+        body.map(RouteBody).ok_or(RouteError::TopicNotExist(topic))
+    }
+}
+
+impl Handler<GetClusterInfo> for RouteRegistry {
+    type Result = MessageResult<GetClusterInfo>;
+
+    fn handle(&mut self, _: GetClusterInfo, _: &mut Context<Self>) -> Self::Result {
+        MessageResult(Body(Bytes::from(to_json(
+            &self.tables.cluster_info(),
+            JsonStyle::Legacy,
+        ))))
+    }
+}
+
+impl Handler<GetBrokerMemberGroup> for RouteRegistry {
+    type Result = MessageResult<GetBrokerMemberGroup>;
+
+    fn handle(&mut self, msg: GetBrokerMemberGroup, _: &mut Context<Self>) -> Self::Result {
+        let body = GetBrokerMemberGroupResponseBody {
+            broker_member_group: self.tables.member_group(&msg.cluster, &msg.name),
+        };
+        MessageResult(Body(Bytes::from(to_json(&body, JsonStyle::Legacy))))
+    }
+}
+
+impl Handler<WipeWritePerm> for RouteRegistry {
+    type Result = MessageResult<WipeWritePerm>;
+
+    fn handle(&mut self, msg: WipeWritePerm, _: &mut Context<Self>) -> Self::Result {
+        MessageResult(WipeTopicCount(self.tables.wipe_write_perm(&msg.name)))
+    }
+}
+
+impl Handler<AddWritePerm> for RouteRegistry {
+    type Result = MessageResult<AddWritePerm>;
+
+    fn handle(&mut self, msg: AddWritePerm, _: &mut Context<Self>) -> Self::Result {
+        MessageResult(AddTopicCount(self.tables.add_write_perm(&msg.name)))
+    }
+}
+
+impl Handler<GetTopicList> for RouteRegistry {
+    type Result = Result<Body, Disabled>;
+
+    fn handle(&mut self, msg: GetTopicList, _: &mut Context<Self>) -> Self::Result {
+        let enabled = match msg.kind {
+            TopicListKind::All => self.settings.enable_all_topic_list,
+            TopicListKind::System => true,
+            _ => self.settings.enable_topic_list,
+        };
+        if !enabled {
+            return Err(Disabled);
+        }
+        let list = match &msg.kind {
+            TopicListKind::All => self.tables.all_topics(),
+            TopicListKind::ByCluster(cluster) => self.tables.topics_by_cluster(cluster),
+            TopicListKind::System => self.tables.system_topics(),
+            TopicListKind::Unit => self.tables.unit_topics(),
+            TopicListKind::HasUnitSub => self.tables.has_unit_sub_topics(),
+            TopicListKind::HasUnitSubUnUnit => self.tables.has_unit_sub_ununit_topics(),
+        };
+        Ok(Body(Bytes::from(to_json(&list, JsonStyle::Legacy))))
+    }
+}
+
+impl Handler<DeleteTopic> for RouteRegistry {
+    type Result = ();
+
+    fn handle(&mut self, msg: DeleteTopic, _: &mut Context<Self>) {
+        self.tables.delete_topic(&msg.topic, msg.cluster.as_deref());
+    }
+}
+
+impl Handler<RegisterTopic> for RouteRegistry {
+    type Result = ();
+
+    fn handle(&mut self, msg: RegisterTopic, _: &mut Context<Self>) {
+        self.tables.register_topic(&msg.topic, &msg.queue_datas);
+    }
+}
+
+impl Handler<ScanInactive> for RouteRegistry {
+    type Result = MessageResult<ScanInactive>;
+
+    fn handle(&mut self, msg: ScanInactive, _: &mut Context<Self>) -> Self::Result {
+        let expired: Vec<ExpiredBroker> = self.tables.scan_inactive(msg.now);
+        MessageResult(expired)
+    }
+}
+
+impl Handler<ChannelClosed> for RouteRegistry {
+    type Result = ();
+
+    fn handle(&mut self, msg: ChannelClosed, _: &mut Context<Self>) {
+        self.tables.channel_closed(msg.conn);
+    }
+}
+
+impl Handler<ApplySettings> for RouteRegistry {
+    type Result = ();
+
+    fn handle(&mut self, msg: ApplySettings, _: &mut Context<Self>) {
+        if msg.settings.order_message_enable != self.settings.order_message_enable {
+            self.tables.invalidate_all();
+        }
+        self.tables.set_options(msg.settings.route_options());
+        info!(settings = ?msg.settings, "live settings applied");
+        self.settings = msg.settings;
+    }
+}
+
+impl Handler<OrderTopicConfChanged> for RouteRegistry {
+    type Result = ();
+
+    fn handle(&mut self, msg: OrderTopicConfChanged, _: &mut Context<Self>) {
+        // Routes show the value only with orderMessageEnable, but it may be switched on later:
+        // drop the encoded routes of every topic whose value changed either way.
+        let new = msg.table.clone().unwrap_or_default();
+        let old = std::mem::take(&mut self.order_topic_conf);
+        for topic in old.keys().chain(new.keys()) {
+            if old.get(topic) != new.get(topic) {
+                self.tables.invalidate_topic(topic);
+            }
+        }
+        self.order_topic_conf_body = msg
+            .table
+            .map(|table| Bytes::from(to_json(&KvTable { table }, JsonStyle::Legacy)));
+        self.order_topic_conf = new;
+    }
+}

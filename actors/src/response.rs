@@ -1,0 +1,173 @@
+//! Turning typed replies into response commands (codes, remarks, headers and bodies as Java
+//! sends them). The connection then stamps opaque, version and serialize type.
+
+use rmq_protocol::body::to_json;
+use rmq_protocol::fastjson::JsonStyle;
+use rmq_protocol::headers::{CommandHeader, RegisterBrokerResponseHeader};
+use rmq_protocol::{ExtFields, RemotingCommand, ResponseCode};
+
+use crate::messages::{
+    AddTopicCount, Body, DataVersionReply, Disabled, RegisterBrokerReply, RouteBody, RouteError,
+    WipeTopicCount,
+};
+use crate::route::RegisterOutcome;
+
+/// The suffix Java's `FAQUrl.suggestTodo` adds to TOPIC_NOT_EXIST remarks.
+pub const FAQ_SUFFIX: &str =
+    "\nSee https://rocketmq.apache.org/docs/bestPractice/06FAQ for further details.";
+
+/// A typed reply that becomes a response.
+pub trait IntoResponse {
+    fn into_response(self) -> RemotingCommand;
+}
+
+/// SYSTEM_ERROR with a remark.
+pub fn system_error(remark: impl Into<String>) -> RemotingCommand {
+    RemotingCommand::response(ResponseCode::SYSTEM_ERROR, Some(remark.into()))
+}
+
+/// REQUEST_CODE_NOT_SUPPORTED, with Java's remark (leading space included).
+pub fn not_supported(code: i32) -> RemotingCommand {
+    RemotingCommand::response(
+        ResponseCode::REQUEST_CODE_NOT_SUPPORTED,
+        Some(format!(" request type {code} not supported")),
+    )
+}
+
+impl IntoResponse for RemotingCommand {
+    fn into_response(self) -> RemotingCommand {
+        self
+    }
+}
+
+/// SUCCESS without header or body (UNREGISTER_BROKER, BROKER_HEARTBEAT, DELETE_TOPIC, ...).
+impl IntoResponse for () {
+    fn into_response(self) -> RemotingCommand {
+        RemotingCommand::success()
+    }
+}
+
+impl IntoResponse for Body {
+    fn into_response(self) -> RemotingCommand {
+        RemotingCommand::success().with_body(self.0)
+    }
+}
+
+impl IntoResponse for RouteBody {
+    fn into_response(self) -> RemotingCommand {
+        RemotingCommand::success().with_body(self.0)
+    }
+}
+
+impl IntoResponse for RouteError {
+    fn into_response(self) -> RemotingCommand {
+        match self {
+            RouteError::TopicNotExist(_) => RemotingCommand::response(
+                ResponseCode::TOPIC_NOT_EXIST,
+                Some(format!("{self}{FAQ_SUFFIX}")),
+            ),
+            RouteError::NotReady => system_error(self.to_string()),
+        }
+    }
+}
+
+impl IntoResponse for Disabled {
+    fn into_response(self) -> RemotingCommand {
+        system_error("disable")
+    }
+}
+
+impl IntoResponse for WipeTopicCount {
+    fn into_response(self) -> RemotingCommand {
+        RemotingCommand::success()
+            .with_ext_fields(ExtFields::new().with("wipeTopicCount", self.0.to_string()))
+    }
+}
+
+impl IntoResponse for AddTopicCount {
+    fn into_response(self) -> RemotingCommand {
+        RemotingCommand::success()
+            .with_ext_fields(ExtFields::new().with("addTopicCount", self.0.to_string()))
+    }
+}
+
+impl IntoResponse for DataVersionReply {
+    fn into_response(self) -> RemotingCommand {
+        let resp = RemotingCommand::success()
+            .with_ext_fields(ExtFields::new().with("changed", self.changed.to_string()));
+        match self.stored {
+            Some(version) => resp.with_body(to_json(&version, JsonStyle::Legacy)),
+            None => resp,
+        }
+    }
+}
+
+impl IntoResponse for RegisterBrokerReply {
+    fn into_response(self) -> RemotingCommand {
+        let header = match self.outcome {
+            RegisterOutcome::SingleTopicFirstRegistration => {
+                return system_error("register broker failed")
+            }
+            RegisterOutcome::StaleStateVersion => RegisterBrokerResponseHeader::default(),
+            RegisterOutcome::Registered {
+                ha_server_addr,
+                master_addr,
+            } => RegisterBrokerResponseHeader {
+                ha_server_addr,
+                master_addr,
+            },
+        };
+        let resp = RemotingCommand::success().with_ext_fields(header.to_ext());
+        match self.order_topic_config {
+            Some(body) => resp.with_body(body),
+            None => resp,
+        }
+    }
+}
+
+impl<T: IntoResponse, E: IntoResponse> IntoResponse for Result<T, E> {
+    fn into_response(self) -> RemotingCommand {
+        match self {
+            Ok(reply) => reply.into_response(),
+            Err(err) => err.into_response(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn remarks_match_java() {
+        let r = RouteError::TopicNotExist("TopicTest".into()).into_response();
+        assert_eq!(r.code, 17);
+        assert_eq!(
+            r.remark.as_deref(),
+            Some("No topic route info in name server for the topic: TopicTest\nSee https://rocketmq.apache.org/docs/bestPractice/06FAQ for further details.")
+        );
+        assert_eq!(
+            not_supported(10).remark.as_deref(),
+            Some(" request type 10 not supported")
+        );
+        assert_eq!(Disabled.into_response().remark.as_deref(), Some("disable"));
+        assert_eq!(
+            RouteError::NotReady.into_response().remark.as_deref(),
+            Some("name server not ready")
+        );
+    }
+
+    #[test]
+    fn master_registration_has_empty_ext_fields() {
+        let r = RegisterBrokerReply {
+            outcome: RegisterOutcome::Registered {
+                ha_server_addr: None,
+                master_addr: None,
+            },
+            order_topic_config: None,
+        }
+        .into_response();
+        assert_eq!(r.ext_fields, Some(ExtFields::new()));
+        assert_eq!(r.body, None);
+    }
+}

@@ -1,0 +1,94 @@
+//! A small async client of the remoting protocol: enough for the admin CLI, the dev cluster's
+//! simulated brokers and clients, and the tests. Works against any NameServer (ours or Java's).
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use futures_util::{SinkExt, StreamExt};
+use rmq_protocol::{FrameError, RemotingCodec, RemotingCommand};
+use tokio::net::TcpStream;
+use tokio_util::codec::Framed;
+
+/// Why a request got no response.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("cannot connect to {addr}: {source}")]
+    Connect {
+        addr: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("no response within {0:?}")]
+    Timeout(Duration),
+    #[error("connection closed by the server")]
+    Closed,
+    #[error(transparent)]
+    Frame(#[from] FrameError),
+}
+
+/// One connection to a NameServer. Requests are numbered with increasing opaques.
+pub struct Client {
+    framed: Framed<TcpStream, RemotingCodec>,
+    next_opaque: i32,
+    timeout: Duration,
+}
+
+impl Client {
+    /// Connects within `timeout`, which also bounds every later request.
+    pub async fn connect(addr: &str, timeout: Duration) -> Result<Self, ClientError> {
+        let connect = TcpStream::connect(addr);
+        let stream = tokio::time::timeout(timeout, connect)
+            .await
+            .map_err(|_| ClientError::Timeout(timeout))?
+            .map_err(|source| ClientError::Connect {
+                addr: addr.to_owned(),
+                source,
+            })?;
+        let _ = stream.set_nodelay(true);
+        Ok(Self {
+            framed: Framed::new(stream, RemotingCodec::default()),
+            next_opaque: 1,
+            timeout,
+        })
+    }
+
+    pub fn peer_addr(&self) -> Option<SocketAddr> {
+        self.framed.get_ref().peer_addr().ok()
+    }
+
+    /// Sends `request` with a fresh opaque and waits for the response carrying it.
+    pub async fn request(
+        &mut self,
+        mut request: RemotingCommand,
+    ) -> Result<RemotingCommand, ClientError> {
+        let opaque = self.next_opaque;
+        self.next_opaque = self.next_opaque.wrapping_add(1);
+        request.opaque = opaque;
+        self.framed.send(&request).await?;
+        let timeout = self.timeout;
+        tokio::time::timeout(timeout, async {
+            loop {
+                match self.framed.next().await {
+                    Some(Ok(resp)) if resp.is_response() && resp.opaque == opaque => {
+                        return Ok(resp)
+                    }
+                    Some(Ok(_)) => continue,
+                    Some(Err(err)) => return Err(ClientError::Frame(err)),
+                    None => return Err(ClientError::Closed),
+                }
+            }
+        })
+        .await
+        .map_err(|_| ClientError::Timeout(timeout))?
+    }
+
+    /// Sends a request flagged oneway; nothing comes back.
+    pub async fn oneway(&mut self, request: RemotingCommand) -> Result<(), ClientError> {
+        let flag = request.flag | rmq_protocol::command::FLAG_ONEWAY;
+        let mut request = request.with_flag(flag);
+        request.opaque = self.next_opaque;
+        self.next_opaque = self.next_opaque.wrapping_add(1);
+        self.framed.send(&request).await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,124 @@
+//! The rmq-namesrv daemon: flags -> configuration -> logging -> actix System -> NameServer.
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Parser;
+use rmq_namesrv::config::{Config, Overrides};
+use rmq_namesrv::NameServer;
+use tracing::{error, info};
+
+/// An Apache RocketMQ NameServer (a drop-in for mqnamesrv).
+#[derive(Debug, Parser)]
+#[command(name = "rmq-namesrv", version)]
+struct Cli {
+    /// Configuration file (TOML, see config.toml).
+    #[arg(short = 'c', long = "config", value_name = "PATH")]
+    config: Option<PathBuf>,
+    /// Address to listen on, e.g. 0.0.0.0:9876 (overrides server.listen).
+    #[arg(long, value_name = "HOST:PORT")]
+    listen: Option<SocketAddr>,
+    /// KV store file (overrides kv.path).
+    #[arg(long, value_name = "PATH")]
+    kv_config_path: Option<PathBuf>,
+    /// Runtime-config store file (overrides kv.config_store_path).
+    #[arg(long, value_name = "PATH")]
+    config_store_path: Option<PathBuf>,
+    /// Log filter, e.g. "debug" (overrides log.level).
+    #[arg(long, value_name = "FILTER")]
+    log_level: Option<String>,
+    /// Print the effective configuration as TOML and exit.
+    #[arg(short = 'p', long)]
+    print_config: bool,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let overrides = Overrides {
+        listen: cli.listen,
+        kv_path: cli.kv_config_path.clone(),
+        config_store_path: cli.config_store_path.clone(),
+        log_level: cli.log_level.clone(),
+    };
+    let config = match Config::load(cli.config.as_deref(), std::env::vars(), &overrides) {
+        Ok(config) => config,
+        Err(err) => {
+            eprintln!("rmq-namesrv: configuration error: {err}");
+            return ExitCode::from(2);
+        }
+    };
+    if cli.print_config {
+        match toml_text(&config) {
+            Ok(text) => {
+                print!("{text}");
+                return ExitCode::SUCCESS;
+            }
+            Err(err) => {
+                eprintln!("rmq-namesrv: cannot print configuration: {err}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    init_tracing(&config.log.level);
+    let system = actix::System::new();
+    let result = system.block_on(run(config));
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            error!(error = %err, "name server failed");
+            eprintln!("rmq-namesrv: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(config: Config) -> Result<(), rmq_namesrv::StartError> {
+    let server = NameServer::new(config).bind().await?;
+    // The one line on stdout: scripts wait for it (logs go to stderr).
+    println!("rmq-namesrv listening on {}", server.local_addr());
+    let _ = std::io::stdout().flush();
+    shutdown_signal().await;
+    info!("shutdown signal received, stopping");
+    server.stop().await;
+    Ok(())
+}
+
+/// Resolves on SIGINT or SIGTERM.
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+fn init_tracing(level: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .or_else(|_| tracing_subscriber::EnvFilter::try_new(level))
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_log::LogTracer::init();
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+fn toml_text(config: &Config) -> Result<String, toml::ser::Error> {
+    toml::to_string(config)
+}
