@@ -1,6 +1,7 @@
 //! Configuration: embedded defaults <- config file (`--config`) <- environment (`NAMESRV__...`)
 //! <- command-line flags. `config.toml` at the repository root documents every key.
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -22,6 +23,8 @@ pub enum ConfigError {
         #[source]
         source: std::io::Error,
     },
+    #[error("config file {path}: {reason}")]
+    Properties { path: PathBuf, reason: String },
 }
 
 fn invalid(key: &'static str, reason: impl Into<String>) -> ConfigError {
@@ -38,7 +41,53 @@ pub struct Config {
     pub server: ServerConfig,
     pub registry: RegistryConfig,
     pub kv: KvConfig,
+    pub admin: AdminConfig,
+    pub cluster_test: ClusterTestConfig,
     pub log: LogConfig,
+    /// Properties of a Java `namesrv.properties` we have no equivalent for; GET_NAMESRV_CONFIG
+    /// shows them, as Java does.
+    #[serde(skip)]
+    pub java_extra: BTreeMap<String, String>,
+}
+
+/// Runtime administration (Java: the `configBlackList` of `NamesrvConfig`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AdminConfig {
+    /// `;`-separated keys UPDATE_NAMESRV_CONFIG refuses, besides configBlackList,
+    /// configStorePath, kvConfigPath, rocketmqHome and any key naming a path or file.
+    pub config_black_list: String,
+}
+
+impl Default for AdminConfig {
+    fn default() -> Self {
+        Self {
+            config_black_list: "configBlackList;configStorePath;kvConfigPath".into(),
+        }
+    }
+}
+
+/// Cluster-test mode (Java: `clusterTest`, `productEnvName`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ClusterTestConfig {
+    /// Look route misses up on the product environment's NameServer.
+    pub enabled: bool,
+    /// Name of the product environment (Java: `productEnvName`).
+    pub product_env_name: String,
+    /// `;`-separated addresses of the product environment's NameServers (Java finds them with
+    /// the client's discovery: NAMESRV_ADDR or an address server).
+    pub product_env_namesrv: String,
+}
+
+impl Default for ClusterTestConfig {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            product_env_name: "center".into(),
+            product_env_namesrv: String::new(),
+        }
+    }
 }
 
 /// How response headers are serialized (Java: `rocketmq.serialize.type`).
@@ -230,12 +279,22 @@ impl Config {
         overrides: &Overrides,
     ) -> Result<Self, ConfigError> {
         let mut builder = config::Config::builder();
+        let mut java_extra = BTreeMap::new();
         if let Some(path) = file {
             let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
                 path: path.to_owned(),
                 source,
             })?;
-            builder = builder.add_source(config::File::from_str(&text, config::FileFormat::Toml));
+            let toml_text = if path.extension().is_some_and(|e| e == "properties") {
+                // A Java namesrv.properties: its keys become ours.
+                let (table, extra) = properties_file_to_toml(path, &text)?;
+                java_extra = extra;
+                table
+            } else {
+                text
+            };
+            builder =
+                builder.add_source(config::File::from_str(&toml_text, config::FileFormat::Toml));
         }
         let env_map: std::collections::HashMap<String, String> = env
             .into_iter()
@@ -261,7 +320,8 @@ impl Config {
         if let Some(level) = &overrides.log_level {
             builder = builder.set_override("log.level", level.clone())?;
         }
-        let config: Config = builder.build()?.try_deserialize()?;
+        let mut config: Config = builder.build()?.try_deserialize()?;
+        config.java_extra = java_extra;
         config.validate()?;
         Ok(config)
     }
@@ -315,6 +375,13 @@ impl Config {
         if let Err(err) = tracing_subscriber::EnvFilter::try_new(&self.log.level) {
             return Err(invalid("log.level", err.to_string()));
         }
+        let ct = &self.cluster_test;
+        if ct.enabled && ct.product_env_addrs().is_empty() {
+            return Err(invalid(
+                "cluster_test.product_env_namesrv",
+                "cluster_test.enabled needs the product environment's NameServer addresses",
+            ));
+        }
         Ok(())
     }
 
@@ -344,6 +411,34 @@ impl Config {
             n => n,
         }
     }
+}
+
+impl ClusterTestConfig {
+    /// The product environment's NameServer addresses.
+    pub fn product_env_addrs(&self) -> Vec<String> {
+        self.product_env_namesrv
+            .split(';')
+            .map(str::trim)
+            .filter(|a| !a.is_empty())
+            .map(str::to_owned)
+            .collect()
+    }
+}
+
+/// Reads a Java properties file as TOML text of our keys, plus the properties we do not map.
+fn properties_file_to_toml(
+    path: &Path,
+    text: &str,
+) -> Result<(String, BTreeMap<String, String>), ConfigError> {
+    let fail = |reason: String| ConfigError::Properties {
+        path: path.to_owned(),
+        reason,
+    };
+    let props = rmq_protocol::properties::parse(text).map_err(|e| fail(e.to_string()))?;
+    let (table, extra) =
+        crate::java_props::properties_to_toml(&props).map_err(|e| fail(e.to_string()))?;
+    let toml_text = toml::to_string(&table).map_err(|e| fail(e.to_string()))?;
+    Ok((toml_text, extra))
 }
 
 /// Expands a leading `~/` to the home directory (Java's `${user.home}`).
@@ -467,6 +562,50 @@ mod tests {
         )
         .unwrap_err();
         assert!(err.to_string().contains("log.level"), "{err}");
+    }
+
+    #[test]
+    fn java_properties_file_loads_with_aliases() {
+        let dir = std::env::temp_dir().join(format!("rmq-config-props-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("namesrv.properties");
+        std::fs::write(
+            &path,
+            "# Java mqnamesrv config\nlistenPort=19876\nbindAddress=127.0.0.1\nscanNotActiveBrokerInterval=3000\norderMessageEnable=true\ndefaultThreadPoolNums=16\n",
+        )
+        .unwrap();
+        let config = Config::load(Some(&path), Vec::new(), &Overrides::default()).unwrap();
+        assert_eq!(config.server.listen, "127.0.0.1:19876".parse().unwrap());
+        assert_eq!(config.registry.scan_interval, Duration::from_secs(3));
+        assert!(config.registry.order_message_enable);
+        assert_eq!(
+            config
+                .java_extra
+                .get("defaultThreadPoolNums")
+                .map(String::as_str),
+            Some("16")
+        );
+        std::fs::write(&path, "scanNotActiveBrokerInterval=fast\n").unwrap();
+        let err = Config::load(Some(&path), Vec::new(), &Overrides::default()).unwrap_err();
+        assert!(
+            err.to_string().contains("scanNotActiveBrokerInterval"),
+            "{err}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn cluster_test_needs_product_env_addresses() {
+        let err = load(
+            Some("[cluster_test]\nenabled = true\n"),
+            &[],
+            &Overrides::default(),
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string().contains("cluster_test.product_env_namesrv"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -34,7 +34,10 @@
 //! ```
 
 pub mod client;
+pub mod cluster_test;
 pub mod config;
+pub mod java_props;
+pub mod runtime;
 pub mod server;
 
 pub use rmq_actors as actors;

@@ -4,13 +4,20 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
+use rmq_actors::connection::Services;
 use rmq_actors::housekeeping::Housekeeping;
+use rmq_actors::kv::{FlushKv, KvError, KvStore, KvTables};
 use rmq_actors::listener::{Listener, ListenerSetup};
 use rmq_actors::messages::{CloseAll, OpenConnections, StopAccepting};
-use rmq_actors::registry::{RegistryLimits, RouteRegistry};
+use rmq_actors::registry::{RegistrySetup, RouteRegistry};
 use tracing::{info, warn};
 
-use crate::config::Config;
+use crate::cluster_test::ProductEnv;
+use crate::config::{expand_home, Config};
+use crate::runtime::RuntimeConfig;
+
+/// How long a cluster-test lookup waits for each product-environment NameServer.
+const PRODUCT_ENV_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// Why a NameServer could not start.
 #[derive(Debug, thiserror::Error)]
@@ -23,6 +30,8 @@ pub enum StartError {
     },
     #[error("cannot use the listening socket: {0}")]
     Listener(#[source] std::io::Error),
+    #[error(transparent)]
+    Kv(#[from] KvError),
     #[error("no actix System is running; start the NameServer from inside one")]
     NoSystem,
 }
@@ -52,33 +61,65 @@ impl NameServer {
 
     /// Starts on an already bound listener (tests bind `127.0.0.1:0` and pass it here, so the
     /// port is never released between choosing and listening). Call from inside a running actix
-    /// System: the listener and housekeeping run on the current arbiter, the route registry on
-    /// an arbiter of its own, connections on `server.workers` worker arbiters.
+    /// System: the listener, housekeeping, KV store and runtime config run on the current
+    /// arbiter, the route registry on an arbiter of its own, connections on `server.workers`
+    /// worker arbiters.
     pub fn start(self, listener: std::net::TcpListener) -> Result<NameServerHandle, StartError> {
         if System::try_current().is_none() {
             return Err(StartError::NoSystem);
         }
+        let config = self.config;
+        // Load the KV file first: a corrupt file stops start-up before anything listens.
+        let kv_path = expand_home(&config.kv.path);
+        let kv_tables = KvTables::load(&kv_path)?;
+
         listener
             .set_nonblocking(true)
             .map_err(StartError::Listener)?;
         let listener = tokio::net::TcpListener::from_std(listener).map_err(StartError::Listener)?;
         let local_addr = listener.local_addr().map_err(StartError::Listener)?;
-        let config = self.config;
 
         let registry_arbiter = Arbiter::new();
         let live = config.registry.live_settings();
-        let limits = RegistryLimits {
+        let setup = RegistrySetup {
             route_cache_bytes: config.registry.route_cache_bytes,
             broker_expiry: config.registry.broker_expiry,
+            cluster_test: config.cluster_test.enabled,
         };
         let routes = Supervisor::start_in_arbiter(&registry_arbiter.handle(), move |_| {
-            RouteRegistry::new(live.clone(), limits)
+            RouteRegistry::new(live.clone(), setup)
         });
 
         let scan_interval = config.registry.scan_interval;
-        let routes_for_hk = routes.clone();
+        let hk_routes = routes.clone();
         let housekeeping =
-            Supervisor::start(move |_| Housekeeping::new(routes_for_hk.clone(), scan_interval));
+            Supervisor::start(move |_| Housekeeping::new(hk_routes.clone(), scan_interval));
+
+        let kv_routes = routes.clone();
+        let print_interval = config.kv.print_interval;
+        let kv = Supervisor::start(move |_| {
+            KvStore::new(
+                kv_tables.clone(),
+                kv_path.clone(),
+                kv_routes.clone(),
+                print_interval,
+            )
+        });
+
+        let rc_config = config.clone();
+        let rc_routes = routes.clone();
+        let runtime = Supervisor::start(move |_| {
+            RuntimeConfig::new(rc_config.clone(), local_addr, rc_routes.clone())
+        });
+
+        let product_env = config.cluster_test.enabled.then(|| {
+            let name = config.cluster_test.product_env_name.clone();
+            let addrs = config.cluster_test.product_env_addrs();
+            Supervisor::start(move |_| {
+                ProductEnv::new(name.clone(), addrs.clone(), PRODUCT_ENV_TIMEOUT)
+            })
+            .recipient()
+        });
 
         let workers: Vec<Arbiter> = (0..config.worker_count()).map(|_| Arbiter::new()).collect();
         let listener = Listener::new(ListenerSetup {
@@ -86,8 +127,14 @@ impl NameServer {
             max_connections: config.server.max_connections,
             workers: workers.iter().map(Arbiter::handle).collect(),
             settings: config.connection_settings(),
-            routes: routes.clone(),
-            housekeeping: housekeeping.clone(),
+            services: Services {
+                routes: routes.clone(),
+                kv: kv.clone(),
+                config_reader: runtime.clone().recipient(),
+                config_writer: runtime.recipient(),
+                product_env,
+                housekeeping: housekeeping.clone(),
+            },
         })
         .start();
         info!(addr = %local_addr, workers = workers.len(), "name server started");
@@ -97,6 +144,7 @@ impl NameServer {
         Ok(NameServerHandle {
             local_addr,
             routes,
+            kv,
             housekeeping,
             listener,
             arbiters,
@@ -109,6 +157,7 @@ impl NameServer {
 pub struct NameServerHandle {
     local_addr: SocketAddr,
     routes: Addr<RouteRegistry>,
+    kv: Addr<KvStore>,
     housekeeping: Addr<Housekeeping>,
     listener: Addr<Listener>,
     arbiters: Vec<Arbiter>,
@@ -126,6 +175,11 @@ impl NameServerHandle {
         &self.routes
     }
 
+    /// The KV store: [`rmq_actors::kv`] messages.
+    pub fn kv(&self) -> &Addr<KvStore> {
+        &self.kv
+    }
+
     /// The housekeeping actor (expiry scans, open connections).
     pub fn housekeeping(&self) -> &Addr<Housekeeping> {
         &self.housekeeping
@@ -136,8 +190,8 @@ impl NameServerHandle {
         self.housekeeping.send(OpenConnections).await.unwrap_or(0)
     }
 
-    /// Stops accepting, closes every connection (waiting up to `server.shutdown_grace`), then
-    /// stops the server's arbiters.
+    /// Stops accepting, closes every connection (waiting up to `server.shutdown_grace`), waits
+    /// for the KV store to be on disk, then stops the server's arbiters.
     pub async fn stop(self) {
         self.listener.do_send(StopAccepting);
         let deadline = Instant::now() + self.shutdown_grace;
@@ -148,6 +202,11 @@ impl NameServerHandle {
                 "connections still open at the end of the shutdown grace"
             ),
             Err(err) => warn!(error = %err, "housekeeping unavailable during stop"),
+        }
+        match self.kv.send(FlushKv).await {
+            Ok(true) => {}
+            Ok(false) => warn!("the KV store has changes that could not be saved"),
+            Err(err) => warn!(error = %err, "KV store unavailable during stop"),
         }
         for arbiter in &self.arbiters {
             arbiter.stop();

@@ -5,7 +5,8 @@ use std::net::SocketAddr;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use actix::dev::ToEnvelope;
+use std::future::Future;
+
 use actix::io::{FramedWrite, WriteHandler};
 use actix::prelude::*;
 use rmq_protocol::{FrameError, LanguageCode, RemotingCodec, RemotingCommand};
@@ -15,7 +16,11 @@ use tracing::{debug, info, info_span, warn, Span};
 
 use crate::dispatch::{dispatch, Request};
 use crate::housekeeping::Housekeeping;
-use crate::messages::{CloseConnection, ConnectionClosed, ConnectionOpened};
+use crate::kv::KvStore;
+use crate::messages::{
+    CloseConnection, ConnectionClosed, ConnectionOpened, GetNamesrvConfig, GetRouteInfo,
+    LookupProductEnvRoute, RouteBody, RouteError, UpdateNamesrvConfig,
+};
 use crate::registry::RouteRegistry;
 use crate::response::{system_error, IntoResponse};
 use crate::route::ConnId;
@@ -26,13 +31,17 @@ pub type BoxedRead = Box<dyn AsyncRead + Unpin>;
 /// The write half of a connection's stream.
 pub type BoxedWrite = Box<dyn AsyncWrite + Unpin>;
 
-/// The actors a connection talks to.
+/// The actors that answer requests, shared by all connections.
 #[derive(Clone)]
-pub struct Peers {
+pub struct Services {
     pub routes: Addr<RouteRegistry>,
+    pub kv: Addr<KvStore>,
+    /// GET_NAMESRV_CONFIG and UPDATE_NAMESRV_CONFIG go to the runtime-config owner.
+    pub config_reader: Recipient<GetNamesrvConfig>,
+    pub config_writer: Recipient<UpdateNamesrvConfig>,
+    /// Cluster-test mode: where route misses are looked up.
+    pub product_env: Option<Recipient<LookupProductEnvRoute>>,
     pub housekeeping: Addr<Housekeeping>,
-    /// Told when the connection stops, to free its slot.
-    pub listener: Recipient<ConnectionClosed>,
 }
 
 /// Where and how to send the answer to one request.
@@ -47,7 +56,9 @@ struct ReplyTo {
 pub struct Connection {
     id: ConnId,
     peer: SocketAddr,
-    peers: Peers,
+    peers: Services,
+    /// Told when the connection stops, to free its slot.
+    listener: Recipient<ConnectionClosed>,
     settings: Rc<ConnectionSettings>,
     writer: FramedWrite<RemotingCommand, BoxedWrite, RemotingCodec>,
     in_flight: usize,
@@ -62,7 +73,8 @@ impl Connection {
         peer: SocketAddr,
         read: BoxedRead,
         write: BoxedWrite,
-        peers: Peers,
+        peers: Services,
+        listener: Recipient<ConnectionClosed>,
         settings: Rc<ConnectionSettings>,
     ) -> Addr<Self> {
         Connection::create(move |ctx| {
@@ -74,6 +86,7 @@ impl Connection {
                 id,
                 peer,
                 peers,
+                listener,
                 settings,
                 writer,
                 in_flight: 0,
@@ -110,34 +123,45 @@ impl Connection {
             }
         };
         drop(_entered);
-        let routes = self.peers.routes.clone();
+        let p = &self.peers;
         match request {
-            Request::RegisterBroker(m) => self.forward(&routes, m, reply_to, ctx),
-            Request::UnregisterBroker(m) => self.forward(&routes, m, reply_to, ctx),
-            Request::BrokerHeartbeat(m) => self.forward(&routes, m, reply_to, ctx),
-            Request::QueryDataVersion(m) => self.forward(&routes, m, reply_to, ctx),
-            Request::GetRouteInfo(m) => self.forward(&routes, m, reply_to, ctx),
-            Request::GetClusterInfo(m) => self.forward(&routes, m, reply_to, ctx),
-            Request::GetBrokerMemberGroup(m) => self.forward(&routes, m, reply_to, ctx),
-            Request::WipeWritePerm(m) => self.forward(&routes, m, reply_to, ctx),
-            Request::AddWritePerm(m) => self.forward(&routes, m, reply_to, ctx),
-            Request::GetTopicList(m) => self.forward(&routes, m, reply_to, ctx),
-            Request::DeleteTopic(m) => self.forward(&routes, m, reply_to, ctx),
-            Request::RegisterTopic(m) => self.forward(&routes, m, reply_to, ctx),
+            Request::RegisterBroker(m) => self.forward(p.routes.send(m), reply_to, ctx),
+            Request::UnregisterBroker(m) => self.forward(p.routes.send(m), reply_to, ctx),
+            Request::BrokerHeartbeat(m) => self.forward(p.routes.send(m), reply_to, ctx),
+            Request::QueryDataVersion(m) => self.forward(p.routes.send(m), reply_to, ctx),
+            Request::GetRouteInfo(m) => match p.product_env.clone() {
+                Some(product_env) => self.forward(
+                    route_with_fallback(p.routes.clone(), product_env, m),
+                    reply_to,
+                    ctx,
+                ),
+                None => self.forward(p.routes.send(m), reply_to, ctx),
+            },
+            Request::GetClusterInfo(m) => self.forward(p.routes.send(m), reply_to, ctx),
+            Request::GetBrokerMemberGroup(m) => self.forward(p.routes.send(m), reply_to, ctx),
+            Request::WipeWritePerm(m) => self.forward(p.routes.send(m), reply_to, ctx),
+            Request::AddWritePerm(m) => self.forward(p.routes.send(m), reply_to, ctx),
+            Request::GetTopicList(m) => self.forward(p.routes.send(m), reply_to, ctx),
+            Request::DeleteTopic(m) => self.forward(p.routes.send(m), reply_to, ctx),
+            Request::RegisterTopic(m) => self.forward(p.routes.send(m), reply_to, ctx),
+            Request::PutKvConfig(m) => self.forward(p.kv.send(m), reply_to, ctx),
+            Request::GetKvConfig(m) => self.forward(p.kv.send(m), reply_to, ctx),
+            Request::DeleteKvConfig(m) => self.forward(p.kv.send(m), reply_to, ctx),
+            Request::GetKvList(m) => self.forward(p.kv.send(m), reply_to, ctx),
+            Request::UpdateNamesrvConfig(m) => self.forward(p.config_writer.send(m), reply_to, ctx),
+            Request::GetNamesrvConfig(m) => self.forward(p.config_reader.send(m), reply_to, ctx),
         }
     }
 
-    /// Sends `msg` to the actor that answers it and writes the reply when it comes. Beyond
+    /// Waits for the reply of a message sent to the actor that answers it and writes it. Beyond
     /// `max_in_flight` outstanding requests the connection stops reading until this one is done.
-    fn forward<A, M>(&mut self, to: &Addr<A>, msg: M, reply_to: ReplyTo, ctx: &mut Context<Self>)
+    fn forward<F, R>(&mut self, reply: F, reply_to: ReplyTo, ctx: &mut Context<Self>)
     where
-        A: Handler<M>,
-        A::Context: ToEnvelope<A, M>,
-        M: Message + Send + 'static,
-        M::Result: IntoResponse + Send,
+        F: Future<Output = Result<R, MailboxError>> + 'static,
+        R: IntoResponse,
     {
         self.in_flight += 1;
-        let fut = to.send(msg).into_actor(self).map(move |result, act, _| {
+        let fut = reply.into_actor(self).map(move |result, act, _| {
             act.in_flight -= 1;
             let response = match result {
                 Ok(reply) => reply.into_response(),
@@ -179,6 +203,31 @@ impl Connection {
     }
 }
 
+/// Cluster-test mode: a local route miss is looked up on the product environment's NameServer
+/// and answered in legacy JSON, as Java 4.x's `ClusterTestRequestProcessor` does.
+async fn route_with_fallback(
+    routes: Addr<RouteRegistry>,
+    product_env: Recipient<LookupProductEnvRoute>,
+    msg: GetRouteInfo,
+) -> Result<Result<RouteBody, RouteError>, MailboxError> {
+    let local = routes.send(msg).await?;
+    let Err(RouteError::TopicNotExist(topic)) = local else {
+        return Ok(local);
+    };
+    let remote = product_env
+        .send(LookupProductEnvRoute {
+            topic: topic.clone(),
+        })
+        .await?;
+    Ok(match remote {
+        Some(route) => Ok(RouteBody(bytes::Bytes::from(rmq_protocol::body::to_json(
+            &route,
+            rmq_protocol::fastjson::JsonStyle::Legacy,
+        )))),
+        None => Err(RouteError::TopicNotExist(topic)),
+    })
+}
+
 impl Actor for Connection {
     type Context = Context<Self>;
 
@@ -199,9 +248,7 @@ impl Actor for Connection {
         self.peers
             .housekeeping
             .do_send(ConnectionClosed { conn: self.id });
-        self.peers
-            .listener
-            .do_send(ConnectionClosed { conn: self.id });
+        self.listener.do_send(ConnectionClosed { conn: self.id });
     }
 }
 

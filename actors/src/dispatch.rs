@@ -8,11 +8,13 @@ use rmq_protocol::code::version;
 use rmq_protocol::fastjson::{self, JsonStyle};
 use rmq_protocol::headers::{
     BrokerHeartbeatHeader, BrokerIdentityHeader, BrokerNameHeader, CommandHeader,
-    DeleteTopicHeader, GetBrokerMemberGroupHeader, GetRouteInfoHeader, GetTopicsByClusterHeader,
-    HeaderFieldError, QueryDataVersionHeader, RegisterBrokerHeader, RegisterTopicHeader,
+    DeleteKvConfigHeader, DeleteTopicHeader, GetBrokerMemberGroupHeader, GetKvConfigHeader,
+    GetKvListByNamespaceHeader, GetRouteInfoHeader, GetTopicsByClusterHeader, HeaderFieldError,
+    PutKvConfigHeader, QueryDataVersionHeader, RegisterBrokerHeader, RegisterTopicHeader,
 };
 use rmq_protocol::{RemotingCommand, RequestCode};
 
+use crate::kv::{DeleteKvConfig, GetKvConfig, GetKvList, PutKvConfig};
 use crate::messages::*;
 use crate::response::{not_supported, system_error};
 use crate::route::{BrokerInstance, ConnId, Registration, Unregistration};
@@ -33,6 +35,12 @@ pub enum Request {
     GetTopicList(GetTopicList),
     DeleteTopic(DeleteTopic),
     RegisterTopic(RegisterTopic),
+    PutKvConfig(PutKvConfig),
+    GetKvConfig(GetKvConfig),
+    DeleteKvConfig(DeleteKvConfig),
+    GetKvList(GetKvList),
+    UpdateNamesrvConfig(UpdateNamesrvConfig),
+    GetNamesrvConfig(GetNamesrvConfig),
 }
 
 /// Decodes `cmd` into a [`Request`], or the response to send at once: unknown codes, bad
@@ -141,6 +149,35 @@ pub fn dispatch(
                 queue_datas,
             })
         }
+        RequestCode::PUT_KV_CONFIG => {
+            let h = header::<PutKvConfigHeader>(cmd)?;
+            Request::PutKvConfig(PutKvConfig {
+                namespace: h.namespace,
+                key: h.key,
+                value: h.value,
+            })
+        }
+        RequestCode::GET_KV_CONFIG => {
+            let h = header::<GetKvConfigHeader>(cmd)?;
+            Request::GetKvConfig(GetKvConfig {
+                namespace: h.namespace,
+                key: h.key,
+            })
+        }
+        RequestCode::DELETE_KV_CONFIG => {
+            let h = header::<DeleteKvConfigHeader>(cmd)?;
+            Request::DeleteKvConfig(DeleteKvConfig {
+                namespace: h.namespace,
+                key: h.key,
+            })
+        }
+        RequestCode::GET_KVLIST_BY_NAMESPACE => Request::GetKvList(GetKvList {
+            namespace: header::<GetKvListByNamespaceHeader>(cmd)?.namespace,
+        }),
+        RequestCode::UPDATE_NAMESRV_CONFIG => Request::UpdateNamesrvConfig(UpdateNamesrvConfig {
+            body: cmd.body.clone(),
+        }),
+        RequestCode::GET_NAMESRV_CONFIG => Request::GetNamesrvConfig(GetNamesrvConfig),
         _ => return Err(not_supported(cmd.code)),
     };
     Ok(request)

@@ -12,8 +12,10 @@
 pub mod connection;
 pub mod dispatch;
 pub mod housekeeping;
+pub mod kv;
 pub mod listener;
 pub mod messages;
+pub mod persist;
 pub mod registry;
 pub mod response;
 pub mod route;

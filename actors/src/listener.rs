@@ -12,7 +12,7 @@ use futures_util::Stream;
 use tokio::net::{TcpListener, TcpStream};
 use tracing::{debug, error, info, warn};
 
-use crate::connection::{BoxedRead, BoxedWrite, Connection, Peers};
+use crate::connection::{BoxedRead, BoxedWrite, Connection, Services};
 use crate::messages::{ConnectionClosed, StopAccepting};
 use crate::route::ConnId;
 use crate::settings::ConnectionSettings;
@@ -35,9 +35,8 @@ pub struct ListenerSetup {
     /// Arbiters that run connection actors; empty means the listener's own.
     pub workers: Vec<ArbiterHandle>,
     pub settings: ConnectionSettings,
-    /// Routes and housekeeping; the listener fills in itself as the close recipient.
-    pub routes: Addr<crate::registry::RouteRegistry>,
-    pub housekeeping: Addr<crate::housekeeping::Housekeeping>,
+    /// The actors connections talk to.
+    pub services: Services,
 }
 
 /// The listener actor.
@@ -50,8 +49,7 @@ pub struct Listener {
     next_id: u64,
     open: usize,
     settings: ConnectionSettings,
-    routes: Addr<crate::registry::RouteRegistry>,
-    housekeeping: Addr<crate::housekeeping::Housekeeping>,
+    services: Services,
 }
 
 impl Listener {
@@ -65,8 +63,7 @@ impl Listener {
             next_id: 0,
             open: 0,
             settings: setup.settings,
-            routes: setup.routes,
-            housekeeping: setup.housekeeping,
+            services: setup.services,
         }
     }
 
@@ -81,14 +78,11 @@ impl Listener {
         if let Err(err) = stream.set_nodelay(true) {
             debug!(peer = %peer, error = %err, "cannot set TCP_NODELAY");
         }
-        let peers = Peers {
-            routes: self.routes.clone(),
-            housekeeping: self.housekeeping.clone(),
-            listener: ctx.address().recipient(),
-        };
+        let services = self.services.clone();
+        let listener: Recipient<ConnectionClosed> = ctx.address().recipient();
         let settings = self.settings.clone();
         if self.workers.is_empty() {
-            start_connection(id, peer, stream, peers, settings);
+            start_connection(id, peer, stream, services, listener, settings);
             return;
         }
         let worker = &self.workers[self.next_worker % self.workers.len()];
@@ -98,10 +92,12 @@ impl Listener {
             Ok(std_stream) => {
                 let spawned = worker.spawn(async move {
                     match TcpStream::from_std(std_stream) {
-                        Ok(stream) => start_connection(id, peer, stream, peers, settings),
+                        Ok(stream) => {
+                            start_connection(id, peer, stream, services, listener, settings)
+                        }
                         Err(err) => {
                             warn!(peer = %peer, error = %err, "cannot adopt accepted socket");
-                            peers.listener.do_send(ConnectionClosed { conn: id });
+                            listener.do_send(ConnectionClosed { conn: id });
                         }
                     }
                 });
@@ -122,13 +118,14 @@ fn start_connection(
     id: ConnId,
     peer: SocketAddr,
     stream: TcpStream,
-    peers: Peers,
+    services: Services,
+    listener: Recipient<ConnectionClosed>,
     settings: ConnectionSettings,
 ) {
     let (read, write) = stream.into_split();
     let read: BoxedRead = Box::new(read);
     let write: BoxedWrite = Box::new(write);
-    Connection::start(id, peer, read, write, peers, Rc::new(settings));
+    Connection::start(id, peer, read, write, services, listener, Rc::new(settings));
 }
 
 impl Actor for Listener {

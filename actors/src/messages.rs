@@ -244,3 +244,46 @@ pub struct OrderTopicConfChanged {
     /// `None` when the namespace does not exist (REGISTER_BROKER replies then carry no body).
     pub table: Option<BTreeMap<String, String>>,
 }
+
+// ---------------------------------------------------------------------------------------------
+// Connection -> runtime configuration (an actor of the embedding crate).
+
+/// GET_NAMESRV_CONFIG: the configuration as Java properties text.
+#[derive(Debug, Message)]
+#[rtype(result = "Body")]
+pub struct GetNamesrvConfig;
+
+/// UPDATE_NAMESRV_CONFIG with its properties body.
+#[derive(Debug, Message)]
+#[rtype(result = "Result<(), ConfigUpdateError>")]
+pub struct UpdateNamesrvConfig {
+    pub body: Option<Bytes>,
+}
+
+/// Why an UPDATE_NAMESRV_CONFIG was refused or only half done.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigUpdateError {
+    /// The body is not properties text (Java: `string2Properties error`).
+    #[error("string2Properties error")]
+    Unparsable,
+    /// A black-listed key: nothing changed.
+    #[error("Can not update config in black list.")]
+    BlackListed { key: String },
+    /// A value that does not parse or is out of range: nothing changed.
+    #[error("invalid value for {key}: {reason}")]
+    Invalid { key: String, reason: String },
+    /// Applied, but the config store file could not be written.
+    #[error("the update is applied but could not be saved: {0}")]
+    NotPersisted(String),
+}
+
+// ---------------------------------------------------------------------------------------------
+// Connection -> product-environment lookup (cluster-test mode).
+
+/// Cluster-test mode: look a topic up on the product environment's NameServer after a local
+/// miss. Answers the route, or `None`.
+#[derive(Debug, Message)]
+#[rtype(result = "Option<rmq_protocol::body::TopicRouteData>")]
+pub struct LookupProductEnvRoute {
+    pub topic: String,
+}

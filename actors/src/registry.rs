@@ -29,34 +29,37 @@ pub struct RouteRegistry {
     order_topic_conf_body: Option<Bytes>,
     /// When this registry started; route queries may wait `wait_for_service` after it.
     started_at: Instant,
-    limits: RegistryLimits,
+    limits: RegistrySetup,
 }
 
-/// Start-time limits of the registry.
+/// Start-time settings of the registry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RegistryLimits {
+pub struct RegistrySetup {
     /// Bytes of encoded routes kept in the route cache.
     pub route_cache_bytes: usize,
     /// Expiry of brokers that registered no timeout of their own.
     pub broker_expiry: std::time::Duration,
+    /// Cluster-test mode: routes always carry orderTopicConf and are always legacy JSON.
+    pub cluster_test: bool,
 }
 
-impl Default for RegistryLimits {
+impl Default for RegistrySetup {
     fn default() -> Self {
         Self {
             route_cache_bytes: 64 * 1024 * 1024,
             broker_expiry: crate::route::DEFAULT_BROKER_EXPIRY,
+            cluster_test: false,
         }
     }
 }
 
-fn new_tables(settings: &LiveSettings, limits: RegistryLimits) -> RouteTables {
+fn new_tables(settings: &LiveSettings, limits: RegistrySetup) -> RouteTables {
     RouteTables::new(settings.route_options(), limits.route_cache_bytes)
         .with_default_expiry(limits.broker_expiry)
 }
 
 impl RouteRegistry {
-    pub fn new(settings: LiveSettings, limits: RegistryLimits) -> Self {
+    pub fn new(settings: LiveSettings, limits: RegistrySetup) -> Self {
         Self {
             tables: new_tables(&settings, limits),
             settings,
@@ -67,10 +70,19 @@ impl RouteRegistry {
         }
     }
 
+    /// Whether routes carry the ORDER_TOPIC_CONFIG value of their topic.
+    fn shows_order_conf(&self) -> bool {
+        self.settings.order_message_enable || self.limits.cluster_test
+    }
+
     fn route_body(&mut self, topic: &str, style: JsonStyle) -> Option<Bytes> {
+        let style = if self.limits.cluster_test {
+            JsonStyle::Legacy
+        } else {
+            style
+        };
         let order_conf = self
-            .settings
-            .order_message_enable
+            .shows_order_conf()
             .then(|| self.order_topic_conf.get(topic).map(String::as_str))
             .flatten();
         self.tables.route_body(topic, style, order_conf)
@@ -78,7 +90,7 @@ impl RouteRegistry {
 
     fn zone_filtered_route(&self, topic: &str, zone: &str) -> Option<Bytes> {
         let mut route = self.tables.topic_route(topic)?;
-        if self.settings.order_message_enable {
+        if self.shows_order_conf() {
             route.order_topic_conf = self.order_topic_conf.get(topic).cloned();
         }
         filter_by_zone(&mut route, zone);
@@ -184,9 +196,11 @@ impl Handler<GetRouteInfo> for RouteRegistry {
     type Result = Result<RouteBody, RouteError>;
 
     fn handle(&mut self, msg: GetRouteInfo, _: &mut Context<Self>) -> Self::Result {
-        if self.settings.need_wait_for_service
-            && self.started_at.elapsed() < self.settings.wait_for_service
-        {
+        // Java's cluster-test processor has no ready check.
+        let waiting = self.settings.need_wait_for_service
+            && !self.limits.cluster_test
+            && self.started_at.elapsed() < self.settings.wait_for_service;
+        if waiting {
             return Err(RouteError::NotReady);
         }
         let Some(topic) = msg.topic else {

@@ -7,8 +7,8 @@ use rmq_protocol::headers::{CommandHeader, RegisterBrokerResponseHeader};
 use rmq_protocol::{ExtFields, RemotingCommand, ResponseCode};
 
 use crate::messages::{
-    AddTopicCount, Body, DataVersionReply, Disabled, RegisterBrokerReply, RouteBody, RouteError,
-    WipeTopicCount,
+    AddTopicCount, Body, ConfigUpdateError, DataVersionReply, Disabled, RegisterBrokerReply,
+    RouteBody, RouteError, WipeTopicCount,
 };
 use crate::route::RegisterOutcome;
 
@@ -121,6 +121,17 @@ impl IntoResponse for RegisterBrokerReply {
         match self.order_topic_config {
             Some(body) => resp.with_body(body),
             None => resp,
+        }
+    }
+}
+
+impl IntoResponse for ConfigUpdateError {
+    fn into_response(self) -> RemotingCommand {
+        match self {
+            ConfigUpdateError::BlackListed { .. } => {
+                RemotingCommand::response(ResponseCode::NO_PERMISSION, Some(self.to_string()))
+            }
+            _ => system_error(self.to_string()),
         }
     }
 }

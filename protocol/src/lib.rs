@@ -28,6 +28,7 @@ pub mod command;
 pub mod fastjson;
 pub mod header;
 pub mod headers;
+pub mod properties;
 
 pub use code::{LanguageCode, RequestCode, ResponseCode, SerializeType};
 pub use codec::{FrameError, RemotingCodec};

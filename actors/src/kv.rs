@@ -1,0 +1,507 @@
+//! The KV config store (spec §6): `KvTables` (namespace -> key -> value, Java's kvConfig.json
+//! format) and `KvStore`, the actor that owns them.
+//!
+//! Why an actor of its own rather than part of the RouteRegistry: KV changes are rare admin
+//! operations that wait for a file write, route queries are the hot path; keeping them apart means
+//! a slow disk never delays a route. The registry gets a copy of the one namespace it needs
+//! (ORDER_TOPIC_CONFIG) whenever it changes.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use actix::prelude::*;
+use bytes::Bytes;
+use rmq_protocol::body::{to_json, KvTable, ORDER_TOPIC_CONFIG_NAMESPACE};
+use rmq_protocol::fastjson::{self, JsonStyle};
+use rmq_protocol::{ExtFields, RemotingCommand, ResponseCode};
+use serde::{Deserialize, Serialize};
+use tokio::sync::oneshot;
+use tracing::{error, info, warn};
+
+use crate::messages::{Body, OrderTopicConfChanged};
+use crate::persist::write_atomically;
+use crate::registry::RouteRegistry;
+use crate::response::{system_error, IntoResponse};
+
+/// The KV file cannot be used; start-up stops with this error.
+#[derive(Debug, thiserror::Error)]
+pub enum KvError {
+    #[error("cannot read KV file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("KV file {path} is corrupt: {source}")]
+    Corrupt {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+/// Java's `KVConfigSerializeWrapper`.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct KvFile {
+    #[serde(rename = "configTable", default)]
+    config_table: BTreeMap<String, BTreeMap<String, Option<String>>>,
+}
+
+/// Namespaces of keys and values.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct KvTables {
+    table: BTreeMap<String, BTreeMap<String, String>>,
+}
+
+impl KvTables {
+    /// Loads `path`; a missing file is an empty store, an unreadable or corrupt one an error.
+    pub fn load(path: &Path) -> Result<Self, KvError> {
+        match std::fs::read(path) {
+            Ok(bytes) => Self::from_json(&bytes).map_err(|source| KvError::Corrupt {
+                path: path.to_owned(),
+                source,
+            }),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(Self::default()),
+            Err(source) => Err(KvError::Read {
+                path: path.to_owned(),
+                source,
+            }),
+        }
+    }
+
+    /// Parses Java's format: `{"configTable":{namespace:{key:value}}}` (null values dropped).
+    pub fn from_json(bytes: &[u8]) -> Result<Self, serde_json::Error> {
+        let file: KvFile = fastjson::from_slice(bytes)?;
+        let table = file
+            .config_table
+            .into_iter()
+            .map(|(ns, kv)| {
+                (
+                    ns,
+                    kv.into_iter()
+                        .filter_map(|(k, v)| v.map(|v| (k, v)))
+                        .collect(),
+                )
+            })
+            .collect();
+        Ok(Self { table })
+    }
+
+    /// Java's format, compact.
+    pub fn to_json(&self) -> Vec<u8> {
+        #[derive(Serialize)]
+        struct Out<'a> {
+            #[serde(rename = "configTable")]
+            config_table: &'a BTreeMap<String, BTreeMap<String, String>>,
+        }
+        to_json(
+            &Out {
+                config_table: &self.table,
+            },
+            JsonStyle::Legacy,
+        )
+    }
+
+    /// Stores a value; `None` creates the namespace but stores nothing (Java keeps a null that
+    /// is lost on the next save).
+    pub fn put(&mut self, namespace: &str, key: &str, value: Option<String>) {
+        let ns = self.table.entry(namespace.to_owned()).or_default();
+        match value {
+            Some(value) => {
+                ns.insert(key.to_owned(), value);
+            }
+            None => {
+                ns.remove(key);
+            }
+        }
+    }
+
+    pub fn get(&self, namespace: &str, key: &str) -> Option<&str> {
+        self.table.get(namespace)?.get(key).map(String::as_str)
+    }
+
+    /// Removes a key; an emptied namespace is kept, as in Java.
+    pub fn delete(&mut self, namespace: &str, key: &str) {
+        if let Some(ns) = self.table.get_mut(namespace) {
+            ns.remove(key);
+        }
+    }
+
+    pub fn namespace(&self, namespace: &str) -> Option<&BTreeMap<String, String>> {
+        self.table.get(namespace)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Messages
+
+/// PUT_KV_CONFIG.
+#[derive(Debug, Message)]
+#[rtype(result = "Result<(), KvReplyError>")]
+pub struct PutKvConfig {
+    pub namespace: Option<String>,
+    pub key: Option<String>,
+    pub value: Option<String>,
+}
+
+/// DELETE_KV_CONFIG.
+#[derive(Debug, Message)]
+#[rtype(result = "Result<(), KvReplyError>")]
+pub struct DeleteKvConfig {
+    pub namespace: Option<String>,
+    pub key: Option<String>,
+}
+
+/// GET_KV_CONFIG.
+#[derive(Debug, Message)]
+#[rtype(result = "Result<KvValue, KvReplyError>")]
+pub struct GetKvConfig {
+    pub namespace: Option<String>,
+    pub key: Option<String>,
+}
+
+/// GET_KVLIST_BY_NAMESPACE.
+#[derive(Debug, Message)]
+#[rtype(result = "Result<Body, KvReplyError>")]
+pub struct GetKvList {
+    pub namespace: Option<String>,
+}
+
+/// Waits until every change made so far is on disk (or its write failed); answers whether the
+/// file is up to date.
+#[derive(Debug, Message)]
+#[rtype(result = "bool")]
+pub struct FlushKv;
+
+/// A found KV value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KvValue(pub String);
+
+/// Why a KV request failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KvReplyError {
+    /// Namespace or key missing from the request.
+    NamespaceOrKeyNull,
+    /// GET_KV_CONFIG miss.
+    NoItem { namespace: String, key: String },
+    /// GET_KVLIST_BY_NAMESPACE miss.
+    NoNamespace { namespace: String },
+    /// The change is applied in memory but the file could not be written.
+    NotPersisted(String),
+}
+
+impl IntoResponse for KvValue {
+    fn into_response(self) -> RemotingCommand {
+        RemotingCommand::success().with_ext_fields(ExtFields::new().with("value", self.0))
+    }
+}
+
+impl IntoResponse for KvReplyError {
+    fn into_response(self) -> RemotingCommand {
+        match self {
+            Self::NamespaceOrKeyNull => system_error("namespace or key is null"),
+            Self::NoItem { namespace, key } => RemotingCommand::response(
+                ResponseCode::QUERY_NOT_FOUND,
+                Some(format!("No config item, Namespace: {namespace} Key: {key}")),
+            )
+            .with_ext_fields(ExtFields::new()),
+            Self::NoNamespace { namespace } => RemotingCommand::response(
+                ResponseCode::QUERY_NOT_FOUND,
+                Some(format!("No config item, Namespace: {namespace}")),
+            ),
+            Self::NotPersisted(reason) => system_error(format!(
+                "the change is applied but could not be saved (it is retried with the next change): {reason}"
+            )),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Actor
+
+/// The KV store actor. Writes go to a blocking thread, one at a time; a change's reply waits for
+/// the write that contains it, but the actor keeps serving reads meanwhile.
+pub struct KvStore {
+    tables: KvTables,
+    path: PathBuf,
+    routes: Addr<RouteRegistry>,
+    print_interval: Duration,
+    /// Bumped by every change; `persisted` is the last version on disk.
+    version: u64,
+    persisted: u64,
+    writing: bool,
+    waiters: Vec<(u64, oneshot::Sender<Result<(), String>>)>,
+}
+
+impl KvStore {
+    pub fn new(
+        tables: KvTables,
+        path: PathBuf,
+        routes: Addr<RouteRegistry>,
+        print_interval: Duration,
+    ) -> Self {
+        Self {
+            tables,
+            path,
+            routes,
+            print_interval,
+            version: 0,
+            persisted: 0,
+            writing: false,
+            waiters: Vec::new(),
+        }
+    }
+
+    fn publish_order_conf(&self) {
+        self.routes.do_send(OrderTopicConfChanged {
+            table: self.tables.namespace(ORDER_TOPIC_CONFIG_NAMESPACE).cloned(),
+        });
+    }
+
+    /// Records a change and returns a future resolving when it is on disk.
+    fn changed(
+        &mut self,
+        namespace: &str,
+        ctx: &mut Context<Self>,
+    ) -> ResponseFuture<Result<(), KvReplyError>> {
+        if namespace == ORDER_TOPIC_CONFIG_NAMESPACE {
+            self.publish_order_conf();
+        }
+        self.version += 1;
+        let (tx, rx) = oneshot::channel();
+        self.waiters.push((self.version, tx));
+        self.start_write(ctx);
+        Box::pin(async move {
+            match rx.await {
+                Ok(Ok(())) => Ok(()),
+                Ok(Err(reason)) => Err(KvReplyError::NotPersisted(reason)),
+                Err(_) => Err(KvReplyError::NotPersisted("the KV store stopped".into())),
+            }
+        })
+    }
+
+    fn start_write(&mut self, ctx: &mut Context<Self>) {
+        if self.writing || self.persisted == self.version {
+            return;
+        }
+        self.writing = true;
+        let version = self.version;
+        let content = self.tables.to_json();
+        let path = self.path.clone();
+        let write = tokio::task::spawn_blocking(move || write_atomically(&path, &content));
+        write
+            .into_actor(self)
+            .map(move |result, act, ctx| {
+                act.writing = false;
+                let outcome = match result {
+                    Ok(Ok(())) => {
+                        act.persisted = version;
+                        Ok(())
+                    }
+                    Ok(Err(err)) => Err(err.to_string()),
+                    Err(join) => Err(format!("write task failed: {join}")),
+                };
+                if let Err(reason) = &outcome {
+                    error!(path = %act.path.display(), error = %reason, "KV file not saved; kept in memory, retried with the next change");
+                }
+                let (done, pending): (Vec<_>, Vec<_>) = act.waiters.drain(..).partition(|(v, _)| *v <= version);
+                act.waiters = pending;
+                for (_, waiter) in done {
+                    let _ = waiter.send(outcome.clone());
+                }
+                // Changes made during the write go out now.
+                if act.version > version {
+                    act.start_write(ctx);
+                }
+            })
+            .spawn(ctx);
+    }
+}
+
+impl Actor for KvStore {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        info!(path = %self.path.display(), "KV store started");
+        self.publish_order_conf();
+        ctx.run_interval(self.print_interval, |act, _| {
+            info!(table = %String::from_utf8_lossy(&act.tables.to_json()), "KV config table");
+        });
+    }
+}
+
+impl Supervised for KvStore {
+    fn restarting(&mut self, _: &mut Self::Context) {
+        match KvTables::load(&self.path) {
+            Ok(tables) => {
+                warn!(path = %self.path.display(), "KV store restarting; reloaded from its file");
+                self.tables = tables;
+            }
+            Err(err) => {
+                warn!(error = %err, "KV store restarting; file unreadable, keeping the in-memory table")
+            }
+        }
+        self.writing = false;
+        self.persisted = self.version;
+        for (_, waiter) in self.waiters.drain(..) {
+            let _ = waiter.send(Err("the KV store restarted".into()));
+        }
+    }
+}
+
+impl Handler<PutKvConfig> for KvStore {
+    type Result = ResponseFuture<Result<(), KvReplyError>>;
+
+    fn handle(&mut self, msg: PutKvConfig, ctx: &mut Context<Self>) -> Self::Result {
+        let (Some(namespace), Some(key)) = (msg.namespace, msg.key) else {
+            return Box::pin(async { Err(KvReplyError::NamespaceOrKeyNull) });
+        };
+        info!(namespace, key, value = ?msg.value, "KV put");
+        self.tables.put(&namespace, &key, msg.value);
+        self.changed(&namespace, ctx)
+    }
+}
+
+impl Handler<DeleteKvConfig> for KvStore {
+    type Result = ResponseFuture<Result<(), KvReplyError>>;
+
+    fn handle(&mut self, msg: DeleteKvConfig, ctx: &mut Context<Self>) -> Self::Result {
+        let (Some(namespace), Some(key)) = (msg.namespace, msg.key) else {
+            return Box::pin(async { Err(KvReplyError::NamespaceOrKeyNull) });
+        };
+        info!(namespace, key, "KV delete");
+        self.tables.delete(&namespace, &key);
+        // Java saves after every delete, even of a missing key.
+        self.changed(&namespace, ctx)
+    }
+}
+
+impl Handler<GetKvConfig> for KvStore {
+    type Result = Result<KvValue, KvReplyError>;
+
+    fn handle(&mut self, msg: GetKvConfig, _: &mut Context<Self>) -> Self::Result {
+        let found = match (&msg.namespace, &msg.key) {
+            (Some(ns), Some(key)) => self.tables.get(ns, key),
+            _ => None,
+        };
+        found
+            .map(|v| KvValue(v.to_owned()))
+            .ok_or_else(|| KvReplyError::NoItem {
+                namespace: msg.namespace.unwrap_or_else(|| "null".into()),
+                key: msg.key.unwrap_or_else(|| "null".into()),
+            })
+    }
+}
+
+impl Handler<GetKvList> for KvStore {
+    type Result = Result<Body, KvReplyError>;
+
+    fn handle(&mut self, msg: GetKvList, _: &mut Context<Self>) -> Self::Result {
+        let table = msg
+            .namespace
+            .as_deref()
+            .and_then(|ns| self.tables.namespace(ns));
+        match table {
+            Some(table) => Ok(Body(Bytes::from(to_json(
+                &KvTable {
+                    table: table.clone(),
+                },
+                JsonStyle::Legacy,
+            )))),
+            None => Err(KvReplyError::NoNamespace {
+                namespace: msg.namespace.unwrap_or_else(|| "null".into()),
+            }),
+        }
+    }
+}
+
+impl Handler<FlushKv> for KvStore {
+    type Result = ResponseFuture<bool>;
+
+    fn handle(&mut self, _: FlushKv, _: &mut Context<Self>) -> Self::Result {
+        if self.persisted == self.version {
+            return Box::pin(async { true });
+        }
+        let (tx, rx) = oneshot::channel();
+        self.waiters.push((self.version, tx));
+        Box::pin(async move { matches!(rx.await, Ok(Ok(()))) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn java_file_format_round_trip() {
+        let text = br#"{"configTable":{"ORDER_TOPIC_CONFIG":{"TopicTest":"broker-a:4;broker-b:4"},"other":{"k":null,"j":"v"},"empty":{}}}"#;
+        let tables = KvTables::from_json(text).unwrap();
+        assert_eq!(
+            tables.get("ORDER_TOPIC_CONFIG", "TopicTest"),
+            Some("broker-a:4;broker-b:4")
+        );
+        assert_eq!(tables.get("other", "k"), None);
+        assert_eq!(tables.namespace("empty").map(BTreeMap::len), Some(0));
+        assert_eq!(
+            tables.to_json(),
+            br#"{"configTable":{"ORDER_TOPIC_CONFIG":{"TopicTest":"broker-a:4;broker-b:4"},"empty":{},"other":{"j":"v"}}}"#
+        );
+        assert!(KvTables::from_json(b"{\"configTable\":").is_err());
+        assert_eq!(KvTables::from_json(b"{}").unwrap(), KvTables::default());
+    }
+
+    #[test]
+    fn put_get_delete_keep_namespaces() {
+        let mut t = KvTables::default();
+        t.put("ns", "k", Some("v".into()));
+        assert_eq!(t.get("ns", "k"), Some("v"));
+        t.delete("ns", "k");
+        assert_eq!(t.get("ns", "k"), None);
+        assert!(t.namespace("ns").is_some(), "emptied namespace is kept");
+        t.delete("missing", "k");
+        assert!(t.namespace("missing").is_none());
+        t.put("nulls", "k", None);
+        assert!(t.namespace("nulls").is_some_and(BTreeMap::is_empty));
+    }
+
+    #[test]
+    fn missing_file_is_empty_and_corrupt_file_names_itself() {
+        let dir = std::env::temp_dir().join(format!("rmq-kv-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        assert_eq!(
+            KvTables::load(&dir.join("none.json")).unwrap(),
+            KvTables::default()
+        );
+        let bad = dir.join("bad.json");
+        std::fs::write(&bad, b"{not json").unwrap();
+        let err = KvTables::load(&bad).unwrap_err();
+        assert!(err.to_string().contains("bad.json"), "{err}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn replies_match_java() {
+        let r = KvReplyError::NoItem {
+            namespace: "namespace".into(),
+            key: "key".into(),
+        }
+        .into_response();
+        assert_eq!(
+            (r.code, r.remark.as_deref()),
+            (22, Some("No config item, Namespace: namespace Key: key"))
+        );
+        assert_eq!(r.ext_fields, Some(ExtFields::new()));
+        let r = KvReplyError::NoNamespace {
+            namespace: "x".into(),
+        }
+        .into_response();
+        assert_eq!(
+            (r.code, r.remark.as_deref()),
+            (22, Some("No config item, Namespace: x"))
+        );
+        assert!(r.ext_fields.is_none());
+        assert_eq!(KvValue("v".into()).into_response().ext("value"), Some("v"));
+    }
+}

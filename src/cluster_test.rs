@@ -1,0 +1,83 @@
+//! Cluster-test mode: `ProductEnv` looks up routes the local tables do not have on the product
+//! environment's NameServers (Java 4.x `ClusterTestRequestProcessor`).
+
+use std::time::Duration;
+
+use actix::prelude::*;
+use rmq_actors::messages::LookupProductEnvRoute;
+use rmq_protocol::body::TopicRouteData;
+use rmq_protocol::fastjson;
+use rmq_protocol::headers::{CommandHeader, GetRouteInfoHeader};
+use rmq_protocol::{RemotingCommand, RequestCode, ResponseCode};
+use tracing::{debug, info};
+
+use crate::client::Client;
+
+/// The product-environment lookup actor.
+pub struct ProductEnv {
+    name: String,
+    addrs: Vec<String>,
+    timeout: Duration,
+}
+
+impl ProductEnv {
+    pub fn new(name: String, addrs: Vec<String>, timeout: Duration) -> Self {
+        Self {
+            name,
+            addrs,
+            timeout,
+        }
+    }
+}
+
+impl Actor for ProductEnv {
+    type Context = Context<Self>;
+
+    fn started(&mut self, _: &mut Self::Context) {
+        info!(env = %self.name, namesrv = ?self.addrs, "cluster-test mode: route misses go to the product environment");
+    }
+}
+
+impl Supervised for ProductEnv {}
+
+/// Asks each address in turn; the first route found wins.
+async fn lookup(addrs: Vec<String>, topic: String, timeout: Duration) -> Option<TopicRouteData> {
+    let header = GetRouteInfoHeader {
+        topic: Some(topic.clone()),
+        ..GetRouteInfoHeader::default()
+    };
+    for addr in addrs {
+        let request = RemotingCommand::request(RequestCode::GET_ROUTEINFO_BY_TOPIC)
+            .with_ext_fields(header.to_ext());
+        let response = match Client::connect(&addr, timeout).await {
+            Ok(mut client) => client.request(request).await,
+            Err(err) => Err(err),
+        };
+        match response {
+            Ok(resp) if resp.response_code() == ResponseCode::SUCCESS => {
+                match fastjson::from_slice::<TopicRouteData>(resp.body_bytes()) {
+                    Ok(route) => return Some(route),
+                    Err(err) => {
+                        debug!(addr, error = %err, "product environment sent an unreadable route")
+                    }
+                }
+            }
+            Ok(resp) => debug!(
+                addr,
+                topic,
+                code = resp.code,
+                "product environment has no route"
+            ),
+            Err(err) => info!(addr, error = %err, "product environment lookup failed"),
+        }
+    }
+    None
+}
+
+impl Handler<LookupProductEnvRoute> for ProductEnv {
+    type Result = ResponseFuture<Option<TopicRouteData>>;
+
+    fn handle(&mut self, msg: LookupProductEnvRoute, _: &mut Context<Self>) -> Self::Result {
+        Box::pin(lookup(self.addrs.clone(), msg.topic, self.timeout))
+    }
+}

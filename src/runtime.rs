@@ -1,0 +1,115 @@
+//! `RuntimeConfig`: the owner of the running configuration. Answers GET_NAMESRV_CONFIG and
+//! UPDATE_NAMESRV_CONFIG, pushes live switches to the route registry and persists updates to
+//! `kv.config_store_path` as Java properties.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use actix::prelude::*;
+use bytes::Bytes;
+use rmq_actors::messages::{
+    ApplySettings, Body, ConfigUpdateError, GetNamesrvConfig, UpdateNamesrvConfig,
+};
+use rmq_actors::persist::write_atomically;
+use rmq_actors::registry::RouteRegistry;
+use rmq_protocol::properties;
+use tracing::{error, info, warn};
+
+use crate::config::{expand_home, Config};
+use crate::java_props::{apply_update, config_to_properties, BlackList};
+
+/// The runtime-config actor.
+pub struct RuntimeConfig {
+    config: Config,
+    bound: SocketAddr,
+    black_list: BlackList,
+    routes: Addr<RouteRegistry>,
+    store_path: PathBuf,
+}
+
+impl RuntimeConfig {
+    /// `bound` is the address actually listened on (reported as `listenPort`).
+    pub fn new(config: Config, bound: SocketAddr, routes: Addr<RouteRegistry>) -> Self {
+        Self {
+            black_list: BlackList::new(&config.admin.config_black_list),
+            store_path: expand_home(&config.kv.config_store_path),
+            config,
+            bound,
+            routes,
+        }
+    }
+
+    fn properties_text(&self) -> String {
+        let props = config_to_properties(&self.config, self.bound);
+        properties::format(props.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+    }
+}
+
+impl Actor for RuntimeConfig {
+    type Context = Context<Self>;
+}
+
+impl Supervised for RuntimeConfig {
+    fn restarting(&mut self, _: &mut Self::Context) {
+        warn!("runtime config restarting; it keeps the configuration it had");
+    }
+}
+
+impl Handler<GetNamesrvConfig> for RuntimeConfig {
+    type Result = MessageResult<GetNamesrvConfig>;
+
+    fn handle(&mut self, _: GetNamesrvConfig, _: &mut Context<Self>) -> Self::Result {
+        MessageResult(Body(Bytes::from(self.properties_text())))
+    }
+}
+
+impl Handler<UpdateNamesrvConfig> for RuntimeConfig {
+    type Result = AtomicResponse<Self, Result<(), ConfigUpdateError>>;
+
+    fn handle(&mut self, msg: UpdateNamesrvConfig, _: &mut Context<Self>) -> Self::Result {
+        let done = |result| AtomicResponse::new(Box::pin(actix::fut::ready(result)));
+        let Some(body) = msg.body else {
+            return done(Ok(()));
+        };
+        let text = String::from_utf8_lossy(&body);
+        let Ok(props) = properties::parse(&text) else {
+            return done(Err(ConfigUpdateError::Unparsable));
+        };
+        if let Some(key) = props.keys().find(|k| self.black_list.contains(k)) {
+            warn!(key, "config update refused: black-listed key");
+            return done(Err(ConfigUpdateError::BlackListed { key: key.clone() }));
+        }
+        let (updated, restart_needed) = match apply_update(&self.config, &props) {
+            Ok(result) => result,
+            Err(err) => {
+                warn!(error = %err, "config update refused");
+                return done(Err(ConfigUpdateError::Invalid {
+                    key: err.key,
+                    reason: err.reason,
+                }));
+            }
+        };
+        if updated.registry != self.config.registry {
+            self.routes.do_send(ApplySettings {
+                settings: updated.registry.live_settings(),
+            });
+        }
+        info!(keys = ?props.keys().collect::<Vec<_>>(), restart_needed = ?restart_needed, "configuration updated");
+        self.config = updated;
+        // Persist while holding the actor (AtomicResponse): updates are written one at a time.
+        let content = self.properties_text().into_bytes();
+        let path = self.store_path.clone();
+        let write = tokio::task::spawn_blocking(move || write_atomically(&path, &content));
+        AtomicResponse::new(Box::pin(write.into_actor(self).map(|result, act, _| {
+            let outcome = match result {
+                Ok(Ok(())) => Ok(()),
+                Ok(Err(err)) => Err(err.to_string()),
+                Err(join) => Err(join.to_string()),
+            };
+            outcome.map_err(|reason| {
+                error!(path = %act.store_path.display(), error = %reason, "config store not saved");
+                ConfigUpdateError::NotPersisted(reason)
+            })
+        })))
+    }
+}
