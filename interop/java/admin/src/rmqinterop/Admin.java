@@ -1,0 +1,291 @@
+package rmqinterop;
+
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import org.apache.rocketmq.remoting.protocol.body.ClusterInfo;
+import org.apache.rocketmq.remoting.protocol.body.HARuntimeInfo;
+import org.apache.rocketmq.remoting.protocol.body.KVTable;
+import org.apache.rocketmq.remoting.protocol.body.TopicList;
+import org.apache.rocketmq.remoting.protocol.route.BrokerData;
+import org.apache.rocketmq.remoting.protocol.route.QueueData;
+import org.apache.rocketmq.remoting.protocol.route.TopicRouteData;
+import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
+
+/**
+ * NameServer admin operations through DefaultMQAdminExt (rocketmq-tools 5.x, what mqadmin uses).
+ *
+ *   Admin --namesrv 'a;b' OP [ARGS...]     one operation; exit 0 when it succeeded
+ *   Admin --namesrv 'a;b' --batch          one operation per stdin line (blank and # lines
+ *                                          skipped); exit 0 once all ran, whatever their result
+ *
+ * Each operation prints one line: RESULT {"peer":"admin","op":OP,"ok":..,...}; a failed call has
+ * "code" (the RocketMQ response code, -1 if none) and "error". Operations:
+ *
+ *   clusterList                      examineBrokerClusterInfo -> clusters, brokers
+ *   clusterWait BROKER IDS SECONDS   repeat clusterList (every 250 ms, at most SECONDS) until broker
+ *                                    BROKER has exactly the ids IDS (comma list; "-" = absent)
+ *   topicRoute TOPIC                 examineTopicRouteInfo -> brokers, queues
+ *   topicList                        fetchAllTopicList -> topics
+ *   topicListByCluster CLUSTER       fetchTopicsByCLuster -> topics
+ *   systemTopicList                  MQClientAPIImpl.getSystemTopicList -> topics
+ *   kvPut NS KEY VALUE               createAndUpdateKvConfig (all NameServers)
+ *   kvGet NS KEY                     getKVConfig -> value
+ *   kvDelete NS KEY                  deleteKvConfig (all NameServers)
+ *   kvList NS                        getKVListByNamespace -> table
+ *   wipeWritePerm NSADDR BROKER      wipeWritePermOfBroker -> count
+ *   addWritePerm NSADDR BROKER       addWritePermOfBroker -> count
+ *   deleteTopic TOPIC [CLUSTER]      deleteTopicInNameServer on every NameServer of --namesrv
+ *   getNamesrvConfig                 getNameServerConfig(all) -> configs {addr: {key: value}}
+ *   updateNamesrvConfig K=V...       updateNameServerConfig(all)
+ *   haStatus BROKERADDR              getBrokerHAStatus (asks the broker) -> master, masterAddr, slaves
+ */
+public final class Admin {
+    private static final String PEER = "admin";
+
+    private final DefaultMQAdminExt admin;
+    private final List<String> namesrvs;
+
+    private Admin(DefaultMQAdminExt admin, List<String> namesrvs) {
+        this.admin = admin;
+        this.namesrvs = namesrvs;
+    }
+
+    public static void main(String[] argv) throws Exception {
+        Util.Args args = new Util.Args(argv);
+        String namesrv;
+        try {
+            namesrv = args.require("namesrv");
+            if (!args.flag("batch") && args.positional.isEmpty()) {
+                throw new IllegalArgumentException("OP [ARGS...] or --batch");
+            }
+        } catch (RuntimeException e) {
+            Util.usage(PEER, e.getMessage());
+            return;
+        }
+        DefaultMQAdminExt ext = new DefaultMQAdminExt(5000);
+        ext.setNamesrvAddr(namesrv);
+        ext.setInstanceName("interop-admin-" + ProcessHandle.current().pid());
+        int exit;
+        try {
+            ext.start();
+            Admin a = new Admin(ext, Arrays.asList(namesrv.split(";")));
+            if (args.flag("batch")) {
+                BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+                String line;
+                while ((line = in.readLine()) != null) {
+                    line = line.trim();
+                    if (!line.isEmpty() && !line.startsWith("#")) {
+                        a.run(Arrays.asList(line.split("\\s+")));
+                    }
+                }
+                exit = 0;
+            } else {
+                exit = a.run(args.positional);
+            }
+        } catch (Exception e) {
+            exit = Util.emit(PEER, Util.failure(e));
+        }
+        Util.exit(exit, ext::shutdown);
+    }
+
+    /** Runs one operation, prints its result line, returns 0 if it succeeded. */
+    private int run(List<String> words) {
+        String op = words.get(0);
+        List<String> a = words.subList(1, words.size());
+        Util.Obj r;
+        try {
+            r = Util.obj().with("ok", true);
+            r.putAll(call(op, a));
+        } catch (IllegalArgumentException e) {
+            r = Util.obj().with("ok", false).with("code", -1).with("error", "usage: " + e.getMessage());
+        } catch (Exception e) {
+            r = Util.failure(e);
+        }
+        Util.Obj line = Util.obj().with("op", op);
+        line.putAll(r);
+        return Util.emit(PEER, line);
+    }
+
+    private Util.Obj call(String op, List<String> a) throws Exception {
+        switch (op) {
+            case "clusterList":
+                need(a, 0, op);
+                return clusterInfo(admin.examineBrokerClusterInfo());
+            case "clusterWait": {
+                need(a, 3, op + " BROKER IDS|- SECONDS");
+                return clusterWait(a.get(0), a.get(1), Integer.parseInt(a.get(2)));
+            }
+            case "topicRoute":
+                need(a, 1, op + " TOPIC");
+                return route(admin.examineTopicRouteInfo(a.get(0)));
+            case "topicList":
+                need(a, 0, op);
+                return topics(admin.fetchAllTopicList());
+            case "topicListByCluster":
+                need(a, 1, op + " CLUSTER");
+                return topics(admin.fetchTopicsByCLuster(a.get(0)));
+            case "systemTopicList":
+                need(a, 0, op);
+                return topics(admin.getDefaultMQAdminExtImpl().getMqClientInstance().getMQClientAPIImpl()
+                    .getSystemTopicList(5000));
+            case "kvPut":
+                need(a, 3, op + " NS KEY VALUE");
+                admin.createAndUpdateKvConfig(a.get(0), a.get(1), a.get(2));
+                return Util.obj();
+            case "kvGet":
+                need(a, 2, op + " NS KEY");
+                return Util.obj().with("value", admin.getKVConfig(a.get(0), a.get(1)));
+            case "kvDelete":
+                need(a, 2, op + " NS KEY");
+                admin.deleteKvConfig(a.get(0), a.get(1));
+                return Util.obj();
+            case "kvList": {
+                need(a, 1, op + " NS");
+                KVTable t = admin.getKVListByNamespace(a.get(0));
+                return Util.obj().with("table", new TreeMap<>(t.getTable()));
+            }
+            case "wipeWritePerm":
+                need(a, 2, op + " NSADDR BROKER");
+                return Util.obj().with("count", admin.wipeWritePermOfBroker(a.get(0), a.get(1)));
+            case "addWritePerm":
+                need(a, 2, op + " NSADDR BROKER");
+                return Util.obj().with("count", admin.addWritePermOfBroker(a.get(0), a.get(1)));
+            case "deleteTopic": {
+                if (a.size() != 1 && a.size() != 2) {
+                    throw new IllegalArgumentException(op + " TOPIC [CLUSTER]");
+                }
+                Set<String> addrs = new HashSet<>(namesrvs);
+                if (a.size() == 1) {
+                    admin.deleteTopicInNameServer(addrs, a.get(0));
+                } else {
+                    admin.deleteTopicInNameServer(addrs, a.get(1), a.get(0));
+                }
+                return Util.obj();
+            }
+            case "getNamesrvConfig": {
+                need(a, 0, op);
+                Map<String, Object> configs = new TreeMap<>();
+                for (Map.Entry<String, Properties> e : admin.getNameServerConfig(namesrvs).entrySet()) {
+                    Map<String, Object> kv = new TreeMap<>();
+                    for (String k : e.getValue().stringPropertyNames()) {
+                        kv.put(k, e.getValue().getProperty(k));
+                    }
+                    configs.put(e.getKey(), kv);
+                }
+                return Util.obj().with("configs", configs);
+            }
+            case "updateNamesrvConfig": {
+                if (a.isEmpty()) {
+                    throw new IllegalArgumentException(op + " KEY=VALUE...");
+                }
+                Properties p = new Properties();
+                for (String kv : a) {
+                    int eq = kv.indexOf('=');
+                    if (eq <= 0) {
+                        throw new IllegalArgumentException(op + " KEY=VALUE...");
+                    }
+                    p.setProperty(kv.substring(0, eq), kv.substring(eq + 1));
+                }
+                admin.updateNameServerConfig(p, namesrvs);
+                return Util.obj();
+            }
+            case "haStatus": {
+                need(a, 1, op + " BROKERADDR");
+                HARuntimeInfo ha = admin.getBrokerHAStatus(a.get(0));
+                List<Object> slaves = new ArrayList<>();
+                for (HARuntimeInfo.HAConnectionRuntimeInfo c : ha.getHaConnectionInfo()) {
+                    slaves.add(Util.obj().with("addr", c.getAddr()).with("inSync", c.isInSync())
+                        .with("ackOffset", c.getSlaveAckOffset()));
+                }
+                HARuntimeInfo.HAClientRuntimeInfo client = ha.getHaClientRuntimeInfo();
+                return Util.obj().with("master", ha.isMaster())
+                    .with("masterAddr", client == null ? null : client.getMasterAddr())
+                    .with("masterCommitLogMaxOffset", ha.getMasterCommitLogMaxOffset())
+                    .with("slaves", slaves);
+            }
+            default:
+                throw new IllegalArgumentException("unknown op " + op);
+        }
+    }
+
+    private static void need(List<String> a, int n, String usage) {
+        if (a.size() != n) {
+            throw new IllegalArgumentException(usage);
+        }
+    }
+
+    private Util.Obj clusterWait(String broker, String ids, int seconds) throws Exception {
+        Set<String> want = ids.equals("-") ? null : new TreeSet<>(Arrays.asList(ids.split(",")));
+        long start = System.currentTimeMillis();
+        long deadline = start + 1000L * seconds;
+        while (true) {
+            ClusterInfo ci = admin.examineBrokerClusterInfo();
+            BrokerData bd = ci.getBrokerAddrTable() == null ? null : ci.getBrokerAddrTable().get(broker);
+            Set<String> have = bd == null || bd.getBrokerAddrs().isEmpty() ? null : addrs(bd).keySet();
+            boolean done = want == null ? have == null : want.equals(have);
+            if (done || System.currentTimeMillis() >= deadline) {
+                Util.Obj r = clusterInfo(ci).with("elapsedMs", System.currentTimeMillis() - start);
+                if (!done) {
+                    throw new IllegalStateException("after " + seconds + " s broker " + broker + " has ids "
+                        + have + ", expected " + (want == null ? "none" : want) + "; cluster info: "
+                        + Util.json(r));
+                }
+                return r;
+            }
+            Thread.sleep(250);
+        }
+    }
+
+    private static Util.Obj topics(TopicList t) {
+        return Util.obj().with("topics", new TreeSet<>(t.getTopicList()));
+    }
+
+    private static Map<String, Object> addrs(BrokerData bd) {
+        Map<String, Object> m = new TreeMap<>();
+        for (Map.Entry<Long, String> e : bd.getBrokerAddrs().entrySet()) {
+            m.put(String.valueOf(e.getKey()), e.getValue());
+        }
+        return m;
+    }
+
+    private static Util.Obj clusterInfo(ClusterInfo ci) {
+        Map<String, Object> clusters = new TreeMap<>();
+        if (ci.getClusterAddrTable() != null) {
+            for (Map.Entry<String, Set<String>> e : ci.getClusterAddrTable().entrySet()) {
+                clusters.put(e.getKey(), new TreeSet<>(e.getValue()));
+            }
+        }
+        Map<String, Object> brokers = new TreeMap<>();
+        if (ci.getBrokerAddrTable() != null) {
+            for (Map.Entry<String, BrokerData> e : ci.getBrokerAddrTable().entrySet()) {
+                brokers.put(e.getKey(), Util.obj().with("cluster", e.getValue().getCluster())
+                    .with("addrs", addrs(e.getValue())));
+            }
+        }
+        return Util.obj().with("clusters", clusters).with("brokers", brokers);
+    }
+
+    private static Util.Obj route(TopicRouteData route) {
+        List<Object> brokers = new ArrayList<>();
+        for (BrokerData bd : route.getBrokerDatas()) {
+            brokers.add(Util.obj().with("name", bd.getBrokerName()).with("cluster", bd.getCluster())
+                .with("addrs", addrs(bd)));
+        }
+        List<Object> queues = new ArrayList<>();
+        for (QueueData qd : route.getQueueDatas()) {
+            queues.add(Util.obj().with("broker", qd.getBrokerName()).with("read", qd.getReadQueueNums())
+                .with("write", qd.getWriteQueueNums()).with("perm", qd.getPerm()));
+        }
+        return Util.obj().with("brokers", brokers).with("queues", queues);
+    }
+}

@@ -1,0 +1,131 @@
+package rmqinterop;
+
+import java.nio.charset.StandardCharsets;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
+import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
+import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
+import org.apache.rocketmq.common.ServiceState;
+import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
+import org.apache.rocketmq.common.message.MessageExt;
+
+/**
+ * Push consumer (clustering, CONSUME_FROM_FIRST_OFFSET) that waits for N distinct messages.
+ *
+ *   Consumer --namesrv 'a;b' --topic T --group G [--count N] [--prefix P] [--timeout-s S]
+ *
+ * Counts distinct bodies starting with "P-" (what Producer sends). start() throwing because the
+ * NameServer picked first is down is tolerated (see below). Route polling and
+ * rebalancing are shortened (pollNameServerInterval, -Drocketmq.client.rebalance.waitInterval
+ * set by the runner) so a topic that appears a moment after start is picked up quickly.
+ * Result: {"ok":..,"expected":N,"received":k,"deliveries":d,"elapsedMs":..}.
+ */
+public final class Consumer {
+    private static final String PEER = "consumer";
+
+    public static void main(String[] argv) throws InterruptedException {
+        Util.Args args = new Util.Args(argv);
+        String namesrv;
+        String topic;
+        String group;
+        int count;
+        try {
+            namesrv = args.require("namesrv");
+            topic = args.require("topic");
+            group = args.require("group");
+            count = args.getInt("count", 10);
+        } catch (RuntimeException e) {
+            Util.usage(PEER, e.getMessage());
+            return;
+        }
+        String prefix = args.get("prefix", "m") + "-";
+        long start = System.currentTimeMillis();
+        long deadline = start + 1000L * args.getInt("timeout-s", 60);
+
+        Set<String> seen = ConcurrentHashMap.newKeySet();
+        AtomicInteger deliveries = new AtomicInteger();
+        MessageListenerConcurrently listener = (msgs, ctx) -> {
+            for (MessageExt m : msgs) {
+                deliveries.incrementAndGet();
+                String body = new String(m.getBody(), StandardCharsets.UTF_8);
+                if (body.startsWith(prefix)) {
+                    seen.add(body);
+                }
+            }
+            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
+        };
+
+        int exit;
+        DefaultMQPushConsumer consumer = null;
+        int attempts = 0;
+        String startError = null;
+        try {
+            // start() throws when the NameServer the client picked first is down: the route
+            // lookup inside start() fails after the consumer is already RUNNING. Its periodic
+            // route polling then moves on to the next NameServer, so a RUNNING consumer is kept;
+            // one that did not get that far is replaced (bounded).
+            while (consumer == null) {
+                attempts++;
+                DefaultMQPushConsumer c = newConsumer(namesrv, topic, group, attempts, listener);
+                try {
+                    c.start();
+                    consumer = c;
+                } catch (Exception e) {
+                    startError = Util.describe(e);
+                    System.err.println("consumer start attempt " + attempts + " threw: " + startError);
+                    e.printStackTrace();
+                    if (c.getDefaultMQPushConsumerImpl().getServiceState() == ServiceState.RUNNING) {
+                        consumer = c;
+                    } else if (attempts >= 5 || System.currentTimeMillis() > deadline) {
+                        throw e;
+                    } else {
+                        Thread.sleep(500);
+                    }
+                }
+            }
+            while (seen.size() < count && System.currentTimeMillis() < deadline) {
+                Thread.sleep(200);
+            }
+            int got = seen.size();
+            Util.Obj r = Util.obj()
+                .with("ok", got >= count)
+                .with("topic", topic)
+                .with("expected", count)
+                .with("received", got)
+                .with("deliveries", deliveries.get())
+                .with("startAttempts", attempts)
+                .with("startError", startError)
+                .with("elapsedMs", System.currentTimeMillis() - start);
+            if (got < count) {
+                r.with("error", "timed out waiting for messages");
+                TreeSet<String> missing = new TreeSet<>();
+                for (int i = 0; i < count && missing.size() < 10; i++) {
+                    if (!seen.contains(prefix + i)) {
+                        missing.add(prefix + i);
+                    }
+                }
+                r.with("missingSample", missing);
+            }
+            exit = Util.emit(PEER, r);
+        } catch (Exception e) {
+            exit = Util.emit(PEER, Util.failure(e).with("received", seen.size()).with("startAttempts", attempts));
+        }
+        DefaultMQPushConsumer started = consumer;
+        Util.exit(exit, started == null ? null : started::shutdown);
+    }
+
+    private static DefaultMQPushConsumer newConsumer(String namesrv, String topic, String group, int attempt,
+        MessageListenerConcurrently listener) throws Exception {
+        DefaultMQPushConsumer c = new DefaultMQPushConsumer(group);
+        c.setNamesrvAddr(namesrv);
+        c.setInstanceName("interop-" + ProcessHandle.current().pid() + "-" + attempt);
+        c.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
+        c.setPollNameServerInterval(2000);
+        c.registerMessageListener(listener);
+        c.subscribe(topic, "*");
+        return c;
+    }
+}

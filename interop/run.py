@@ -1,0 +1,891 @@
+#!/usr/bin/env python3
+"""Interop runner: real RocketMQ brokers and clients against the NameServer under test.
+
+    interop/setup.sh && python3 interop/run.py [--namesrv ours|java|java4] [--only NAME,...]
+
+--namesrv ours   (default) target/release/rmq-namesrv, built by `cargo build --release`
+--namesrv java   the official Java NameServer 5.x (validates the scenarios themselves)
+--namesrv java4  the official Java NameServer 4.9.x
+
+Everything listens on and dials 127.0.0.1 only. By default the runner re-executes itself in a
+private network namespace (`unshare --net`, loopback only) so that no peer can reach any other
+address even by accident: the Java NameServer 5.x, for one, probes <host address>:<port> of
+itself. --netns off skips that (then that probe goes to the host address); if no namespace can
+be made, --namesrv java refuses to run without --netns off.
+
+Every process started is remembered by PID and killed by PID at the end of its scenario (also on
+failure and Ctrl-C); every wait is bounded. One line per scenario, `PASS <name>` or
+`FAIL <name>: <reason>` followed by the tails of the relevant logs, then `N passed, M failed`;
+exit status 1 if any failed. Python standard library only.
+"""
+
+import argparse
+import ctypes
+import fcntl
+import json
+import os
+import queue
+import random
+import re
+import shutil
+import signal
+import socket
+import string
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+CACHE = HERE / ".cache"
+OUR_BINARY = REPO / "target" / "release" / "rmq-namesrv"
+LOG_TAIL_LINES = 40
+
+# JVM options. Servers: modest heaps. Peers: short-lived, so C1 only and a serial GC.
+NAMESRV_JVM = ["-Xms128m", "-Xmx256m", "-XX:+UseSerialGC"]
+BROKER_JVM = ["-Xms256m", "-Xmx512m", "-XX:MaxDirectMemorySize=256m", "-XX:+UseSerialGC"]
+PEER_JVM = ["-Xms32m", "-Xmx160m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"]
+# 4.9.x servers touch JDK internals (DirectBuffer cleaner) that JDK 17 hides.
+JDK17_OPENS = ["--add-opens", "java.base/java.nio=ALL-UNNAMED",
+               "--add-opens", "java.base/sun.nio.ch=ALL-UNNAMED",
+               "--add-exports", "java.base/sun.nio.ch=ALL-UNNAMED"]
+
+
+class Fail(Exception):
+    """A scenario assertion failed; logs lists (label, path) whose tails explain it."""
+
+    def __init__(self, reason, logs=()):
+        super().__init__(reason)
+        self.logs = list(logs)
+
+
+def load_versions():
+    versions = {}
+    for line in (HERE / "java" / "versions.env").read_text().splitlines():
+        line = line.strip()
+        if line and not line.startswith("#") and "=" in line:
+            key, value = line.split("=", 1)
+            versions[key.strip()] = value.strip()
+    return versions
+
+
+VERSIONS = load_versions()
+# line -> (server version, client version)
+LINES = {
+    "5": (VERSIONS["RMQ5_SERVER"], VERSIONS["RMQ5_CLIENT"]),
+    "4": (VERSIONS["RMQ4_SERVER"], VERSIONS["RMQ4_CLIENT"]),
+}
+
+
+def java_bin():
+    home = os.environ.get("JAVA_HOME")
+    if home and (Path(home) / "bin" / "java").exists():
+        return str(Path(home) / "bin" / "java")
+    found = shutil.which("java")
+    if not found:
+        raise SystemExit("java not found")
+    return found
+
+
+def server_classpath(line, role):
+    """Jars of lib/server-<ver>; the NameServer leaves the broker jar out (its logback config
+    would otherwise win and name the NameServer's log files broker*.log)."""
+    lib = CACHE / "lib" / f"server-{LINES[line][0]}"
+    jars = sorted(lib.glob("*.jar"))
+    if not jars:
+        raise Fail(f"{lib} is empty: run interop/setup.sh first")
+    if role == "namesrv":
+        jars = [j for j in jars if not j.name.startswith("rocketmq-broker-")]
+    return os.pathsep.join(str(j) for j in jars)
+
+
+def client_classpath(line):
+    version = LINES[line][1]
+    classes = CACHE / "classes" / f"client-{version}"
+    lib = CACHE / "lib" / f"client-{version}"
+    if not (classes / "rmqinterop").is_dir():
+        raise Fail(f"{classes} missing: run interop/setup.sh first")
+    return f"{classes}{os.pathsep}{lib}{os.sep}*"
+
+
+# ---------------------------------------------------------------------------------------------
+# ports
+
+_allocated = set()
+
+
+def _bindable(port):
+    """True if nothing listens on port, on the wildcard address (4.9.x servers and the HA
+    service bind the wildcard) nor on 127.0.0.1."""
+    for host in ("", "127.0.0.1"):
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+        finally:
+            s.close()
+    return True
+
+
+def free_port(offsets=(0,)):
+    """A port p such that p+o is free for every o in offsets (found by binding 127.0.0.1:0)."""
+    for _ in range(200):
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.bind(("127.0.0.1", 0))
+        base = s.getsockname()[1]
+        s.close()
+        ports = [base + o for o in offsets]
+        if any(p in _allocated or not 1024 < p < 65536 for p in ports):
+            continue
+        if all(_bindable(p) for p in ports):
+            _allocated.update(ports)
+            return base
+    raise Fail(f"no free port set {offsets} after 200 tries")
+
+
+def port_open(addr):
+    host, port = addr.rsplit(":", 1)
+    try:
+        with socket.create_connection((host, int(port)), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+# ---------------------------------------------------------------------------------------------
+# processes
+
+_libc = None
+try:
+    _libc = ctypes.CDLL(None, use_errno=True)
+except OSError:
+    pass
+PR_SET_PDEATHSIG = 1
+
+
+def _child_setup():
+    # Our children die with the runner even if it is SIGKILLed (only those we started).
+    if _libc is not None:
+        _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+class Proc:
+    def __init__(self, label, popen, home, stdout, stderr):
+        self.label = label
+        self.popen = popen
+        self.pid = popen.pid
+        self.home = home
+        self.stdout = stdout
+        self.stderr = stderr
+
+    def alive(self):
+        return self.popen.poll() is None
+
+
+def wait_until(what, timeout, interval, check):
+    """Calls check() until it returns a truthy value or timeout seconds pass (bounded also in
+    count). Returns the value; raises Fail with `what` on timeout."""
+    deadline = time.monotonic() + timeout
+    for _ in range(int(timeout / interval) + 2):
+        value = check()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            break
+        time.sleep(interval)
+    raise Fail(f"timed out after {timeout:g} s waiting for {what}")
+
+
+class Ctx:
+    """One scenario: its work dir, the processes it started (killed by PID at the end) and the
+    logs worth showing when it fails."""
+
+    def __init__(self, name, workdir, mode, count, binary=OUR_BINARY):
+        self.name = name
+        self.binary = Path(binary)
+        self.dir = workdir
+        self.mode = mode
+        self.count = count
+        self.procs = []
+        self.logs = []  # (label, path) of servers
+        self.seq = 0
+        self.dir.mkdir(parents=True, exist_ok=True)
+
+    def uniq(self, prefix):
+        self.seq += 1
+        suffix = "".join(random.choice(string.ascii_lowercase) for _ in range(4))
+        return f"{prefix}_{self.seq}_{suffix}"
+
+    def home(self, label):
+        d = self.dir / label
+        n = 1
+        while d.exists():
+            n += 1
+            d = self.dir / f"{label}-{n}"
+        d.mkdir(parents=True)
+        return d
+
+    def spawn(self, label, argv, home, env=None, stdin=subprocess.DEVNULL, stdout_pipe=False):
+        out = home / "stdout.log"
+        err = home / "stderr.log"
+        full_env = {k: v for k, v in os.environ.items() if k not in ("ROCKETMQ_HOME", "NAMESRV_ADDR")}
+        full_env.update(env or {})
+        with open(err, "wb") as err_file, open(os.devnull if stdout_pipe else out, "wb") as out_file:
+            popen = subprocess.Popen(
+                argv, cwd=home, env=full_env, stdin=stdin,
+                stdout=subprocess.PIPE if stdout_pipe else out_file,
+                stderr=err_file, start_new_session=True, preexec_fn=_child_setup)
+        proc = Proc(label, popen, home, out, err)
+        self.procs.append(proc)
+        return proc
+
+    def stop(self, proc, sig=signal.SIGTERM, timeout=60):
+        """Signals proc (by PID) and waits for its exit, SIGKILL after timeout. Returns seconds."""
+        start = time.monotonic()
+        if proc.alive():
+            proc.popen.send_signal(sig)
+            try:
+                proc.popen.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                proc.popen.kill()
+                proc.popen.wait(timeout=10)
+        return time.monotonic() - start
+
+    def cleanup(self):
+        for proc in reversed(self.procs):
+            if proc.alive():
+                try:
+                    proc.popen.kill()
+                    proc.popen.wait(timeout=10)
+                except (OSError, subprocess.TimeoutExpired):
+                    pass
+
+    # -- NameServers ---------------------------------------------------------------------------
+
+    def start_namesrv(self, label="namesrv"):
+        """Starts the NameServer under test (self.mode) and returns it once it accepts."""
+        if self.mode == "ours":
+            return self._start_ours(label)
+        return self._start_java_namesrv(label, "5" if self.mode == "java" else "4")
+
+    def _start_ours(self, label):
+        if not self.binary.is_file():
+            raise Fail(f"{self.binary} not found: run `cargo build --release`")
+        home = self.home(label)
+        argv = [str(self.binary), "--listen", "127.0.0.1:0",
+                "--kv-config-path", str(home / "kvConfig.json"),
+                "--config-store-path", str(home / "namesrv.properties")]
+        proc = self.spawn(label, argv, home, stdout_pipe=True)
+        self.logs.append((f"{label} stderr", proc.stderr))
+        lines = queue.Queue()
+
+        def pump():
+            # first line to the queue, the rest (if any) to stdout.log
+            with open(proc.stdout, "wb") as sink:
+                first = True
+                for raw in proc.popen.stdout:
+                    if first:
+                        lines.put(raw.decode(errors="replace"))
+                        first = False
+                    sink.write(raw)
+                    sink.flush()
+            if first:
+                lines.put(None)
+
+        threading.Thread(target=pump, daemon=True).start()
+        try:
+            line = lines.get(timeout=30)
+        except queue.Empty:
+            raise Fail("rmq-namesrv printed no listening line within 30 s", self.logs)
+        m = re.fullmatch(r"rmq-namesrv listening on (127\.0\.0\.1:\d+)\s*", line or "")
+        if not m:
+            raise Fail(f"rmq-namesrv: unexpected first stdout line {line!r}", self.logs)
+        proc.addr = m.group(1)
+        return proc
+
+    def _start_java_namesrv(self, label, line):
+        home = self.home(label)
+        port = free_port()
+        conf = home / "namesrv.properties"
+        props = {
+            "listenPort": port,
+            "kvConfigPath": home / "kvConfig.json",
+            "rocketmqHome": home,
+        }
+        if line == "5":
+            props["bindAddress"] = "127.0.0.1"  # 4.9.x has no bindAddress (binds the wildcard)
+        write_properties(conf, props)
+        if line == "4":
+            write_logback_4x(home, "namesrv")
+        argv = [java_bin(), *NAMESRV_JVM, f"-Duser.home={home}", "-cp", server_classpath(line, "namesrv"),
+                "org.apache.rocketmq.namesrv.NamesrvStartup", "-c", str(conf)]
+        proc = self.spawn(label, argv, home, env={"ROCKETMQ_HOME": str(home)})
+        proc.addr = f"127.0.0.1:{port}"
+        self.logs.append((f"{label} stdout", proc.stdout))
+        self.logs.append((f"{label} namesrv.log", home / "logs" / "rocketmqlogs" / "namesrv.log"))
+        self._await_boot(proc, "Name Server boot success", 60)
+        return proc
+
+    def _await_boot(self, proc, marker, timeout):
+        def ready():
+            if not proc.alive():
+                raise Fail(f"{proc.label} exited with {proc.popen.returncode} during start-up", self.logs)
+            return marker in read_text(proc.stdout) and port_open(proc.addr)
+
+        wait_until(f"{proc.label} to start ({marker!r} and {proc.addr} accepting)", timeout, 0.3, ready)
+
+    # -- brokers -------------------------------------------------------------------------------
+
+    def start_broker(self, line, namesrv, broker_name, broker_id=0, cluster="InteropCluster",
+                     role="ASYNC_MASTER", label=None, extra=None):
+        """Starts a Java broker of `line` ("5" or "4") registering to `namesrv` (a;b)."""
+        label = label or f"broker{line}-{broker_name}-{broker_id}"
+        home = self.home(label)
+        # listenPort p; the broker also binds p-2 (fast/VIP channel) and p+1 (HA; 4.9.x forces it)
+        port = free_port(offsets=(-2, 0, 1))
+        store = home / "store"
+        props = {
+            "brokerClusterName": cluster,
+            "brokerName": broker_name,
+            "brokerId": broker_id,
+            "brokerRole": role,
+            "namesrvAddr": namesrv,
+            # MANDATORY: otherwise the broker advertises the host's first interface address
+            "brokerIP1": "127.0.0.1",
+            "brokerIP2": "127.0.0.1",
+            "listenPort": port,
+            "haListenPort": port + 1,
+            "storePathRootDir": store,
+            "storePathCommitLog": store / "commitlog",
+            "mappedFileSizeCommitLog": 16 * 1024 * 1024,
+            "mappedFileSizeConsumeQueue": 60000 * 20,
+            "maxHashSlotNum": 10000,
+            "maxIndexNum": 40000,
+            "autoCreateTopicEnable": "true",
+            "fetchNamesrvAddrByAddressServer": "false",
+            "flushDiskType": "ASYNC_FLUSH",
+            "rocketmqHome": home,
+        }
+        if line == "5":
+            props.update({
+                "bindAddress": "127.0.0.1",   # remoting ports (HA still binds the wildcard)
+                "timerWheelEnable": "false",  # no timer store: fewer files and threads
+                "enableControllerMode": "false",
+                "enableSlaveActingMaster": "false",
+            })
+        props.update(extra or {})
+        conf = home / "broker.conf"
+        write_properties(conf, props)
+        if line == "4":
+            write_logback_4x(home, "broker")
+        jvm = BROKER_JVM + (JDK17_OPENS if line == "4" else [])
+        argv = [java_bin(), *jvm, f"-Duser.home={home}", "-cp", server_classpath(line, "broker"),
+                "org.apache.rocketmq.broker.BrokerStartup", "-c", str(conf)]
+        proc = self.spawn(label, argv, home, env={"ROCKETMQ_HOME": str(home)})
+        proc.line = line
+        proc.argv = argv
+        proc.broker_name = broker_name
+        proc.broker_id = broker_id
+        proc.addr = f"127.0.0.1:{port}"
+        proc.ha_addr = f"127.0.0.1:{port + 1}"
+        proc.log = home / "logs" / "rocketmqlogs" / "broker.log"
+        self.logs.append((f"{label} stdout", proc.stdout))
+        self.logs.append((f"{label} broker.log", proc.log))
+        self._await_boot(proc, "boot success", 90)
+        return proc
+
+    def restart_broker(self, old):
+        """Starts a broker again with the same config, ports and store as `old` (which must be
+        dead)."""
+        if old.alive():
+            raise Fail(f"{old.label} is still running")
+        (old.home / "stdout.log").rename(old.home / f"stdout.{time.time():.0f}.log")
+        proc = self.spawn(old.label, old.argv, old.home, env={"ROCKETMQ_HOME": str(old.home)})
+        for attr in ("line", "argv", "broker_name", "broker_id", "addr", "ha_addr", "log"):
+            setattr(proc, attr, getattr(old, attr))
+        self._await_boot(proc, "boot success", 90)
+        return proc
+
+    # -- Java peers ----------------------------------------------------------------------------
+
+    def peer(self, line, main, args, timeout=120, stdin_text=None, expect_ok=True):
+        """Runs rmqinterop.<main> of client line `line` and returns its RESULT objects (a list
+        for Admin batches, else one dict). Raises Fail (with the peer's output) when it does not
+        finish in time, prints no RESULT line, or (expect_ok) reports ok=false."""
+        label = f"{main.lower()}{line}"
+        home = self.home(label)
+        argv = [java_bin(), *PEER_JVM, f"-Duser.home={home}",
+                "-Drocketmq.client.rebalance.waitInterval=1000",
+                "-cp", client_classpath(line), f"rmqinterop.{main}", *[str(a) for a in args]]
+        (home / "argv.txt").write_text(" ".join(argv) + "\n")
+        proc = self.spawn(label, argv, home, stdin=subprocess.PIPE if stdin_text is not None else subprocess.DEVNULL)
+        logs = [(f"{label} stdout", proc.stdout), (f"{label} stderr", proc.stderr)]
+        try:
+            if stdin_text is not None:
+                proc.popen.communicate(stdin_text.encode(), timeout=timeout)
+            else:
+                proc.popen.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.popen.kill()
+            proc.popen.wait(timeout=10)
+            raise Fail(f"{main} {' '.join(map(str, args))}: no exit within {timeout} s", logs + self.logs)
+        results = []
+        for text in read_text(proc.stdout).splitlines():
+            if text.startswith("RESULT "):
+                try:
+                    results.append(json.loads(text[len("RESULT "):]))
+                except ValueError:
+                    raise Fail(f"{main}: unparsable result line {text!r}", logs)
+        if not results:
+            raise Fail(f"{main} exited {proc.popen.returncode} without a RESULT line", logs + self.logs)
+        if stdin_text is None:
+            result = results[-1]
+            result["_logs"] = logs
+            if expect_ok and (not result.get("ok") or proc.popen.returncode != 0):
+                raise Fail(f"{main} {' '.join(map(str, args))}: {compact(result)}", logs + self.logs)
+            return result
+        for r in results:
+            r["_logs"] = logs
+        return results
+
+    def admin(self, namesrv, *ops, timeout=120):
+        """Runs Admin (5.x tools) with one operation per entry of ops; returns the results."""
+        results = self.peer("5", "Admin", ["--namesrv", namesrv, "--batch"], timeout=timeout,
+                            stdin_text="\n".join(ops) + "\n")
+        if len(results) != len(ops):
+            raise Fail(f"Admin ran {len(results)} of {len(ops)} operations", results[0]["_logs"] if results else [])
+        return results
+
+    def wait_registered(self, namesrv, broker, ids=None, timeout=60):
+        ids = ids or str(broker.broker_id)
+        (r,) = self.admin(namesrv, f"clusterWait {broker.broker_name} {ids} {timeout}", timeout=timeout + 60)
+        check(r["ok"], f"broker {broker.broker_name} ids {ids} not in cluster info of {namesrv}: {r.get('error')}",
+              r["_logs"])
+        return r
+
+
+def write_properties(path, props):
+    path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+
+
+def write_logback_4x(home, name):
+    """4.9.x servers require $ROCKETMQ_HOME/conf/logback_<name>.xml; ours writes one file
+    (same place as 5.x: <user.home>/logs/rocketmqlogs/<name>.log)."""
+    (home / "conf").mkdir(exist_ok=True)
+    log = home / "logs" / "rocketmqlogs" / f"{name}.log"
+    (home / "conf" / f"logback_{name}.xml").write_text(f"""<configuration>
+  <appender name="FILE" class="ch.qos.logback.core.FileAppender">
+    <file>{log}</file>
+    <encoder><pattern>%d{{yyyy-MM-dd HH:mm:ss.SSS}} %-5level [%thread] %logger - %msg%n</pattern></encoder>
+  </appender>
+  <root level="INFO"><appender-ref ref="FILE"/></root>
+</configuration>
+""")
+
+
+def read_text(path):
+    try:
+        return Path(path).read_text(errors="replace")
+    except OSError:
+        return ""
+
+
+def tail(path, n=LOG_TAIL_LINES):
+    return read_text(path).splitlines()[-n:]
+
+
+def compact(result):
+    return json.dumps({k: v for k, v in result.items() if not k.startswith("_")}, separators=(",", ":"))[:1500]
+
+
+def check(cond, reason, logs=()):
+    if not cond:
+        raise Fail(reason, logs)
+
+
+def route_addrs(result, broker_name):
+    for b in result.get("brokers", []):
+        if b["name"] == broker_name:
+            return b["addrs"]
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# scenarios
+
+SCENARIOS = []
+
+
+def scenario(name, modes=("ours", "java", "java4")):
+    def register(fn):
+        SCENARIOS.append((name, fn, modes))
+        return fn
+    return register
+
+
+def produce_consume_probe(ctx, line, ns, broker):
+    """Shared body: broker registered; line-`line` producer sends N, consumer receives N;
+    missing topic -> TOPIC_NOT_EXIST (17); route of the new topic names the broker."""
+    n = ctx.count
+    topic = ctx.uniq(f"interop{line}")
+    r = ctx.peer(line, "Producer", ["--namesrv", ns, "--topic", topic, "--count", n, "--prefix", "p"])
+    check(r["succeeded"] == n and r["brokers"] == [broker.broker_name], f"producer: {compact(r)}", r["_logs"])
+    ctx.peer(line, "Consumer", ["--namesrv", ns, "--topic", topic, "--group", ctx.uniq("cg"),
+                                "--count", n, "--prefix", "p", "--timeout-s", 60])
+    r = ctx.peer(line, "RouteProbe", ["--namesrv", ns, "--topic", ctx.uniq("missing"), "--expect", "missing"])
+    check(r["code"] == 17, f"missing topic: expected code 17, got {compact(r)}", r["_logs"])
+    r = ctx.peer(line, "RouteProbe", ["--namesrv", ns, "--topic", topic, "--brokers", broker.broker_name])
+    check(route_addrs(r, broker.broker_name) == {str(broker.broker_id): broker.addr},
+          f"route of {topic}: {compact(r)}", r["_logs"])
+    return topic
+
+
+@scenario("broker5-produce-consume")
+def s_broker5(ctx):
+    ns = ctx.start_namesrv()
+    broker = ctx.start_broker("5", ns.addr, "broker-a")
+    ctx.wait_registered(ns.addr, broker)
+    produce_consume_probe(ctx, "5", ns.addr, broker)
+
+
+@scenario("broker4-produce-consume")
+def s_broker4(ctx):
+    ns = ctx.start_namesrv()
+    broker = ctx.start_broker("4", ns.addr, "broker-4")
+    # registered: the 4.9.x client sees the broker's own topic (a broker registers its name)
+    ctx.peer("4", "RouteProbe", ["--namesrv", ns.addr, "--topic", broker.broker_name,
+                                 "--brokers", broker.broker_name, "--ids", "0", "--wait-s", 60])
+    ctx.wait_registered(ns.addr, broker)
+    produce_consume_probe(ctx, "4", ns.addr, broker)
+
+
+@scenario("master-slave5")
+def s_master_slave(ctx):
+    ns = ctx.start_namesrv()
+    master = ctx.start_broker("5", ns.addr, "broker-ms", 0, role="ASYNC_MASTER")
+    slave = ctx.start_broker("5", ns.addr, "broker-ms", 1, role="SLAVE")
+    ctx.wait_registered(ns.addr, master, ids="0,1")
+    r = ctx.peer("5", "RouteProbe", ["--namesrv", ns.addr, "--topic", "broker-ms", "--ids", "0,1", "--wait-s", 30])
+    check(route_addrs(r, "broker-ms") == {"0": master.addr, "1": slave.addr}, f"route: {compact(r)}", r["_logs"])
+
+    # The slave learns the master's HA address from the NameServer's REGISTER_BROKER answer
+    # (haServerAddr) and connects to it: ask both brokers for their HA runtime info.
+    def ha_ok():
+        rs = ctx.admin(ns.addr, f"haStatus {slave.addr}", f"haStatus {master.addr}")
+        s, m = rs
+        good = (s.get("ok") and s.get("masterAddr") == master.ha_addr and m.get("ok")
+                and m.get("master") and len(m.get("slaves", [])) >= 1)
+        ha_ok.last = rs
+        return good
+
+    ha_ok.last = None
+    try:
+        wait_until("the slave's HA connection to the master", 45, 1, ha_ok)
+    except Fail as e:
+        raise Fail(f"{e}; last: {[compact(x) for x in ha_ok.last or []]}", ctx.logs)
+    # a client of the pair: produce to the master, consume (from master or slave)
+    n = ctx.count
+    topic = ctx.uniq("ms")
+    ctx.peer("5", "Producer", ["--namesrv", ns.addr, "--topic", topic, "--count", n, "--prefix", "p"])
+    ctx.peer("5", "Consumer", ["--namesrv", ns.addr, "--topic", topic, "--group", ctx.uniq("cg"),
+                               "--count", n, "--prefix", "p", "--timeout-s", 60])
+
+
+@scenario("broker-sigkill-and-restart5")
+def s_sigkill(ctx):
+    ns = ctx.start_namesrv()
+    broker = ctx.start_broker("5", ns.addr, "broker-k")
+    ctx.wait_registered(ns.addr, broker)
+    n = ctx.count
+    topic = ctx.uniq("kill")
+    ctx.peer("5", "Producer", ["--namesrv", ns.addr, "--topic", topic, "--count", n, "--prefix", "p"])
+    ctx.stop(broker, signal.SIGKILL, timeout=10)
+    # the connection closes with the process: routes must go well before the 120 s expiry
+    r = ctx.peer("5", "RouteProbe", ["--namesrv", ns.addr, "--topic", topic, "--expect", "missing", "--wait-s", 30])
+    check(r["elapsedMs"] < 15000, f"route disappeared only after {r['elapsedMs']} ms", r["_logs"])
+    print(f"# {ctx.name}: route gone {r['elapsedMs']} ms after the probe started (SIGKILL before it)", flush=True)
+    (c,) = ctx.admin(ns.addr, "clusterList")
+    check(broker.broker_name not in c.get("brokers", {}), f"cluster info still lists the killed broker: {compact(c)}",
+          c["_logs"])
+    broker = ctx.restart_broker(broker)
+    r = ctx.peer("5", "RouteProbe", ["--namesrv", ns.addr, "--topic", topic, "--brokers", broker.broker_name,
+                                     "--wait-s", 60])
+    check(route_addrs(r, broker.broker_name) == {"0": broker.addr}, f"route after restart: {compact(r)}", r["_logs"])
+    ctx.peer("5", "Consumer", ["--namesrv", ns.addr, "--topic", topic, "--group", ctx.uniq("cg"),
+                               "--count", n, "--prefix", "p", "--timeout-s", 60])
+
+
+@scenario("broker-sigterm-unregister5")
+def s_sigterm(ctx):
+    ns = ctx.start_namesrv()
+    broker = ctx.start_broker("5", ns.addr, "broker-t")
+    ctx.wait_registered(ns.addr, broker)
+    topic = ctx.uniq("term")
+    ctx.peer("5", "Producer", ["--namesrv", ns.addr, "--topic", topic, "--count", 2, "--prefix", "p"])
+    # The shutdown hook first sends UNREGISTER_BROKER (sync, logged), then takes ~10 s to stop
+    # its services before the process (and its NameServer connection) goes away. A route that
+    # disappears while the broker still runs was removed by the unregistration itself.
+    t0 = time.monotonic()
+    broker.popen.send_signal(signal.SIGTERM)
+    ctx.peer("5", "RouteProbe", ["--namesrv", ns.addr, "--topic", topic, "--expect", "missing", "--wait-s", 20])
+    gone_while_alive = broker.alive()
+    ctx.stop(broker, signal.SIGTERM, timeout=60)
+    took = time.monotonic() - t0
+    check(broker.popen.returncode is not None, "broker did not exit on SIGTERM")
+    log = read_text(broker.log)
+    check(f"unregisterBroker OK, NamesrvAddr: {ns.addr}" in log,
+          f"broker log has no 'unregisterBroker OK' for {ns.addr} (exit after {took:.1f} s)", ctx.logs)
+    print(f"# {ctx.name}: broker exited {took:.1f} s after SIGTERM; route gone "
+          f"{'before' if gone_while_alive else 'by the time'} it exited", flush=True)
+    ctx.admin(ns.addr, f"clusterWait {broker.broker_name} - 10")
+
+
+@scenario("two-namesrvs-failover5")
+def s_two_namesrvs(ctx):
+    a = ctx.start_namesrv("namesrv-a")
+    b = ctx.start_namesrv("namesrv-b")
+    both = f"{a.addr};{b.addr}"
+    broker = ctx.start_broker("5", both, "broker-2ns")
+    ctx.wait_registered(a.addr, broker)
+    ctx.wait_registered(b.addr, broker)
+    n = ctx.count
+    topic = ctx.uniq("twons")
+    ctx.peer("5", "Producer", ["--namesrv", both, "--topic", topic, "--count", n, "--prefix", "p"])
+    # the incremental registration of the new topic went to both NameServers
+    for ns in (a, b):
+        ctx.peer("5", "RouteProbe", ["--namesrv", ns.addr, "--topic", topic, "--wait-s", 15])
+    ctx.stop(a, signal.SIGKILL, timeout=10)
+    ctx.peer("5", "Producer", ["--namesrv", both, "--topic", topic, "--count", n, "--first", n, "--prefix", "p"])
+    ctx.peer("5", "Consumer", ["--namesrv", both, "--topic", topic, "--group", ctx.uniq("cg"),
+                               "--count", 2 * n, "--prefix", "p", "--timeout-s", 60])
+    r = ctx.peer("5", "RouteProbe", ["--namesrv", both, "--topic", ctx.uniq("missing"), "--expect", "missing"])
+    check(r["code"] == 17, f"missing topic via {both}: {compact(r)}", r["_logs"])
+    # the broker keeps registering with the survivor (heartbeat every 30 s is not awaited here)
+    ctx.wait_registered(b.addr, broker, timeout=5)
+
+
+@scenario("admin5")
+def s_admin(ctx):
+    ns = ctx.start_namesrv()
+    broker = ctx.start_broker("5", ns.addr, "broker-adm", cluster="AdminCluster")
+    ctx.wait_registered(ns.addr, broker)
+    t1, t2, t3 = ctx.uniq("adm"), ctx.uniq("adm"), ctx.uniq("adm")
+    for t in (t1, t2, t3):
+        ctx.peer("5", "Producer", ["--namesrv", ns.addr, "--topic", t, "--count", 1])
+    java4 = ctx.mode == "java4"
+    steps = [
+        # (operation, check(result) -> None or failure text)
+        ("clusterList", lambda r: None if r["ok"] and r["clusters"].get("AdminCluster") == ["broker-adm"]
+         and r["brokers"]["broker-adm"] == {"cluster": "AdminCluster", "addrs": {"0": broker.addr}} else "wrong"),
+        (f"topicRoute {t1}", lambda r: None if r["ok"] and route_addrs(r, "broker-adm") == {"0": broker.addr}
+         and r["queues"][0]["perm"] == 6 else "wrong"),
+        ("topicRoute no_such_topic_x", lambda r: None if not r["ok"] and r["code"] == 17 else "expected code 17"),
+        ("topicList", lambda r: None if r["ok"] and {t1, t2, t3, "broker-adm", "AdminCluster"} <= set(r["topics"])
+         else "missing topics"),
+        ("topicListByCluster AdminCluster", lambda r: None if r["ok"] and {t1, t2, t3} <= set(r["topics"])
+         else "missing topics"),
+        ("topicListByCluster NoSuchCluster", lambda r: None if r["ok"] and r["topics"] == [] else "expected empty"),
+        ("systemTopicList", lambda r: None if r["ok"] and {"AdminCluster", "broker-adm"} <= set(r["topics"])
+         and t1 not in r["topics"] else "wrong"),
+        # KV config
+        ("kvGet interop_ns k1", lambda r: None if not r["ok"] and r["code"] == 22 else "expected code 22"),
+        ("kvList interop_ns", lambda r: None if not r["ok"] and r["code"] == 22 else "expected code 22"),
+        ("kvPut interop_ns k1 v1", ok),
+        ("kvPut interop_ns k2 v2", ok),
+        ("kvPut interop_ns k1 v1b", ok),
+        ("kvGet interop_ns k1", lambda r: None if r["ok"] and r["value"] == "v1b" else "expected v1b"),
+        ("kvList interop_ns", lambda r: None if r["ok"] and r["table"] == {"k1": "v1b", "k2": "v2"} else "wrong table"),
+        ("kvDelete interop_ns k1", ok),
+        ("kvGet interop_ns k1", lambda r: None if not r["ok"] and r["code"] == 22 else "expected code 22"),
+        ("kvList interop_ns", lambda r: None if r["ok"] and r["table"] == {"k2": "v2"} else "wrong table"),
+        ("kvDelete interop_ns no_such_key", ok),
+        # write permission
+        (f"wipeWritePerm {ns.addr} broker-adm", lambda r: None if r["ok"] and r["count"] >= 3 else "count < 3"),
+        (f"topicRoute {t1}", lambda r: None if r["ok"] and r["queues"][0]["perm"] == 4 else "perm != 4"),
+        (f"wipeWritePerm {ns.addr} no_such_broker", lambda r: None if r["ok"] and r["count"] == 0 else "count != 0"),
+        (f"addWritePerm {ns.addr} broker-adm", lambda r: None if r["ok"] and r["count"] >= 3 else "count < 3"),
+        (f"topicRoute {t1}", lambda r: None if r["ok"] and r["queues"][0]["perm"] == 6 else "perm != 6"),
+        # delete topic: without and with cluster
+        (f"deleteTopic {t1}", ok),
+        (f"topicRoute {t1}", lambda r: None if not r["ok"] and r["code"] == 17 else "expected code 17"),
+        (f"deleteTopic {t2} AdminCluster", ok),
+        (f"topicRoute {t2}", lambda r: None if not r["ok"] and r["code"] == 17 else "expected code 17"),
+        (f"deleteTopic {t3} OtherCluster", ok),
+        (f"topicRoute {t3}", lambda r: None if r["ok"] else "other cluster's delete removed the topic"),
+        ("topicList", lambda r: None if r["ok"] and t1 not in r["topics"] and t2 not in r["topics"]
+         and t3 in r["topics"] else "deleted topics still listed"),
+        # runtime config
+        ("getNamesrvConfig", lambda r: None if r["ok"] and r["configs"].get(ns.addr, {}).get("listenPort")
+         == ns.addr.rsplit(":", 1)[1] else "no listenPort of this server"),
+    ]
+    if not java4:  # 4.9.7 has neither the config black list nor the topic-list switches
+        steps += [
+            (f"updateNamesrvConfig kvConfigPath={ctx.dir / 'elsewhere.json'}",
+             lambda r: None if not r["ok"] and r["code"] == 16 else "black-listed key not refused with 16"),
+            (f"updateNamesrvConfig configStorePath={ctx.dir / 'elsewhere.properties'}",
+             lambda r: None if not r["ok"] and r["code"] == 16 else "black-listed key not refused with 16"),
+            ("updateNamesrvConfig enableAllTopicList=false", ok),
+            ("getNamesrvConfig", lambda r: None if r["ok"] and r["configs"][ns.addr].get("enableAllTopicList")
+             == "false" else "enableAllTopicList not false"),
+            ("topicList", lambda r: None if not r["ok"] and r["code"] == 1 else "expected code 1 (disabled)"),
+            ("updateNamesrvConfig enableAllTopicList=true", ok),
+            ("topicList", lambda r: None if r["ok"] and t3 in r["topics"] else "topic list not back"),
+            ("updateNamesrvConfig enableTopicList=false", ok),
+            ("topicListByCluster AdminCluster", lambda r: None if not r["ok"] and r["code"] == 1
+             else "expected code 1 (disabled)"),
+            ("updateNamesrvConfig enableTopicList=true", ok),
+            ("topicListByCluster AdminCluster", lambda r: None if r["ok"] and t3 in r["topics"] else "not back"),
+        ]
+    steps += [("kvGet interop_ns k2", lambda r: None if r["ok"] and r["value"] == "v2" else "expected v2")]
+    results = ctx.admin(ns.addr, *[op for op, _ in steps])
+    problems = []
+    for (op, verdict), r in zip(steps, results):
+        try:
+            why = verdict(r)
+        except (KeyError, IndexError, TypeError) as e:
+            why = f"unexpected shape ({e!r})"
+        if why:
+            problems.append(f"{op}: {why}: {compact(r)}")
+    check(not problems, f"{len(problems)} admin check(s) failed: " + " | ".join(problems),
+          results[0]["_logs"] + ctx.logs)
+
+
+def ok(r):
+    return None if r["ok"] else "failed"
+
+
+# ---------------------------------------------------------------------------------------------
+# main
+
+
+def enter_netns(args, argv):
+    """Re-executes the runner in a new network namespace with only loopback (via unshare)."""
+    unshare = shutil.which("unshare")
+    usable = unshare is not None and subprocess.run(
+        [unshare, "--net", "true"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=30).returncode == 0
+    if not usable:
+        if args.netns == "on" or args.namesrv == "java":
+            raise SystemExit("run.py: cannot create a network namespace (unshare --net); the Java NameServer 5.x "
+                             "probes its host address, so refusing. Use --netns off to run anyway.")
+        print("# no network namespace available (unshare --net failed); running in the host namespace",
+              flush=True)
+        return
+    os.execv(unshare, [unshare, "--net", "--", sys.executable, str(Path(__file__).resolve()), *argv,
+                       "--netns", "inner"])
+
+
+def loopback_up():
+    """Inside a fresh namespace lo is down: bring it up (ioctl, else `ip`)."""
+    siocgifflags, siocsifflags, iff_up = 0x8913, 0x8914, 0x1
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            flags = struct.unpack("16sH", fcntl.ioctl(s, siocgifflags, struct.pack("16sH", b"lo", 0))[:18])[1]
+            fcntl.ioctl(s, siocsifflags, struct.pack("16sH", b"lo", flags | iff_up))
+    except OSError:
+        subprocess.run(["ip", "link", "set", "lo", "up"], check=True, timeout=30)
+    with socket.socket() as srv:
+        srv.bind(("127.0.0.1", 0))
+        srv.listen(1)
+        with socket.create_connection(srv.getsockname(), timeout=5):
+            pass
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--namesrv", choices=("ours", "java", "java4"), default="ours",
+                        help="NameServer under test (default: ours)")
+    parser.add_argument("--binary", default=str(OUR_BINARY.relative_to(REPO)),
+                        help="our server's binary for --namesrv ours, relative to the repo root or absolute "
+                             "(default: target/release/rmq-namesrv)")
+    parser.add_argument("--only", default="", help="comma-separated scenario names (default: all)")
+    parser.add_argument("--list", action="store_true", help="list scenarios and exit")
+    parser.add_argument("--count", type=int, default=20, help="messages per producer run (default 20)")
+    parser.add_argument("--keep", action="store_true", help="keep the work dir even when all pass")
+    parser.add_argument("--netns", choices=("auto", "on", "off", "inner"), default="auto",
+                        help="run inside a private loopback-only network namespace (default: auto)")
+    args = parser.parse_args()
+    if args.list:
+        for name, _, modes in SCENARIOS:
+            print(f"{name}  ({', '.join(modes)})")
+        return 0
+    if args.netns in ("auto", "on"):
+        enter_netns(args, sys.argv[1:])
+    elif args.netns == "inner":
+        loopback_up()
+
+    selected = [s for s in SCENARIOS if args.namesrv in s[2]]
+    if args.only:
+        wanted = [w.strip() for w in args.only.split(",") if w.strip()]
+        unknown = [w for w in wanted if w not in {s[0] for s in SCENARIOS}]
+        if unknown:
+            raise SystemExit(f"unknown scenario(s): {', '.join(unknown)}")
+        selected = [s for s in selected if s[0] in wanted]
+
+    # SIGTERM to the runner: unwind like Ctrl-C so every started process is killed by PID.
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # even if started with SIGINT ignored
+    work = Path(tempfile.mkdtemp(prefix="rmq-interop-"))
+    print(f"# namesrv={args.namesrv} rocketmq 5.x={LINES['5']} 4.x={LINES['4']} work dir {work}", flush=True)
+    passed = failed = 0
+    started = time.monotonic()
+    try:
+        for name, fn, _ in selected:
+            ctx = Ctx(name, work / name, args.namesrv, args.count, REPO / args.binary)
+            t0 = time.monotonic()
+            try:
+                fn(ctx)
+                passed += 1
+                print(f"PASS {name}", flush=True)
+            except Fail as e:
+                failed += 1
+                print(f"FAIL {name}: {e}", flush=True)
+                print_logs(e.logs or ctx.logs)
+            except KeyboardInterrupt:
+                print(f"FAIL {name}: interrupted", flush=True)
+                raise
+            except Exception as e:  # a bug in the scenario itself
+                failed += 1
+                print(f"FAIL {name}: {type(e).__name__}: {e}", flush=True)
+                print("    | " + "\n    | ".join(traceback.format_exc().splitlines()[-8:]))
+                print_logs(ctx.logs)
+            finally:
+                ctx.cleanup()
+                print(f"# {name}: {time.monotonic() - t0:.1f} s", flush=True)
+    except KeyboardInterrupt:
+        failed += 1
+    print(f"# total {time.monotonic() - started:.1f} s", flush=True)
+    if failed or args.keep:
+        print(f"# logs kept in {work}", flush=True)
+    else:
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"{passed} passed, {failed} failed", flush=True)
+    return 1 if failed else 0
+
+
+def _on_sigterm(*_):
+    raise KeyboardInterrupt
+
+
+def print_logs(logs):
+    seen = set()
+    for label, path in logs:
+        if path in seen:
+            continue
+        seen.add(path)
+        lines = tail(path)
+        if not lines:
+            continue
+        print(f"    --- {label} ({path}), last {len(lines)} lines")
+        for text in lines:
+            print(f"    | {text[:400]}")
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

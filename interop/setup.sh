@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Idempotent installer for the Java side of the interop suite.
+#
+#   interop/setup.sh            # resolve pinned RocketMQ jars, compile the Java peers
+#
+# Needs: JDK 17 (java, javac), Maven 3.8+, network access to Maven Central through mvn.
+# Everything downloaded or built goes under interop/.cache/ (git-ignored):
+#   .cache/m2/                      Maven local repository (cache this folder in CI)
+#   .cache/lib/<role>-<version>/    jars with all runtime dependencies (role: server|client)
+#   .cache/classes/client-<ver>/    our peers (java/client, plus java/admin for 5.x) compiled
+# A warm cache makes this a no-op apart from a few file checks (Maven runs offline then).
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+CACHE="$HERE/.cache"
+M2="${INTEROP_M2:-$CACHE/m2}"
+POM="$HERE/java/deps/pom.xml"
+# shellcheck source=java/versions.env
+. "$HERE/java/versions.env"
+
+log() { printf 'setup: %s\n' "$*" >&2; }
+
+for tool in java javac mvn; do
+    command -v "$tool" >/dev/null || { log "missing $tool"; exit 1; }
+done
+
+# resolve ROLE VERSION: copy the jars of profile ROLE at VERSION (and all their runtime
+# dependencies) into .cache/lib/ROLE-VERSION/, unless a previous run completed it.
+resolve() {
+    local role="$1" version="$2"
+    local dest="$CACHE/lib/$role-$version"
+    local stamp="$dest/.complete"
+    if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$role $version" ]; then
+        log "lib/$role-$version: cached"
+        return
+    fi
+    log "lib/$role-$version: resolving from Maven Central"
+    rm -rf "$dest"
+    mkdir -p "$dest"
+    mvn -B -q -Dstyle.color=never -f "$POM" "-Dmaven.repo.local=$M2" "-Drmq.version=$version" -P "$role" \
+        dependency:copy-dependencies "-DoutputDirectory=$dest" -DincludeScope=runtime \
+        -Dmdep.overWriteReleases=true
+    ls "$dest"/rocketmq-*.jar >/dev/null
+    printf '%s %s' "$role" "$version" >"$stamp"
+}
+
+# compile VERSION SRC_DIRS...: javac our peers against lib/client-VERSION into
+# .cache/classes/client-VERSION/, skipped when sources and version are unchanged.
+compile() {
+    local version="$1"
+    shift
+    local dest="$CACHE/classes/client-$version"
+    local stamp="$dest/.complete"
+    local digest
+    digest="$(cd "$HERE" && find "$@" -name '*.java' -type f | LC_ALL=C sort | xargs cat | sha256sum | cut -d' ' -f1) $version"
+    if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$digest" ]; then
+        log "classes/client-$version: up to date"
+        return
+    fi
+    log "classes/client-$version: compiling $*"
+    rm -rf "$dest"
+    mkdir -p "$dest"
+    local srcs=()
+    local dir
+    for dir in "$@"; do
+        while IFS= read -r f; do srcs+=("$f"); done < <(find "$HERE/$dir" -name '*.java' -type f | LC_ALL=C sort)
+    done
+    javac -nowarn -encoding UTF-8 --release 17 -d "$dest" -cp "$CACHE/lib/client-$version/*" "${srcs[@]}"
+    printf '%s' "$digest" >"$stamp"
+}
+
+mkdir -p "$CACHE"
+resolve server "$RMQ5_SERVER"
+resolve client "$RMQ5_CLIENT"
+resolve server "$RMQ4_SERVER"
+resolve client "$RMQ4_CLIENT"
+
+# java/client: producer, consumer, route probe (same source for both client lines).
+# java/admin: DefaultMQAdminExt front end (5.x tools only).
+compile "$RMQ5_CLIENT" java/client java/admin
+compile "$RMQ4_CLIENT" java/client
+
+log "done"
