@@ -287,9 +287,11 @@ impl KvStore {
         }
         self.writing = true;
         let version = self.version;
-        let content = self.tables.to_json();
+        // Encoding a large table takes a while: only the copy happens on the actor.
+        let snapshot = self.tables.clone();
         let path = self.path.clone();
-        let write = tokio::task::spawn_blocking(move || write_atomically(&path, &content));
+        let write =
+            tokio::task::spawn_blocking(move || write_atomically(&path, &snapshot.to_json()));
         write
             .into_actor(self)
             .map(move |result, act, ctx| {

@@ -1,0 +1,244 @@
+//! The daemon binary as an operator runs it: start-up line, bad configuration, a corrupt KV
+//! file, SIGKILL in the middle of KV writes, graceful SIGTERM.
+
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use rmq_namesrv::actors::kv::KvTables;
+use rmq_namesrv::client::Client;
+use rmq_namesrv::protocol::{RemotingCommand, RequestCode};
+use support::TIMEOUT;
+
+const BIN: &str = env!("CARGO_BIN_EXE_rmq-namesrv");
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("rmq-daemon-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A daemon started by this test; killed by PID when dropped.
+struct Daemon {
+    child: Child,
+    addr: String,
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn spawn(dir: &Path, extra: &[&str]) -> Daemon {
+    let mut child = Command::new(BIN)
+        .args(["--listen", "127.0.0.1:0", "--log-level", "warn"])
+        .arg("--kv-config-path")
+        .arg(dir.join("kvConfig.json"))
+        .arg("--config-store-path")
+        .arg(dir.join("namesrv.properties"))
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn rmq-namesrv");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut line = String::new();
+    BufReader::new(stdout)
+        .read_line(&mut line)
+        .expect("start-up line");
+    let addr = line
+        .trim()
+        .strip_prefix("rmq-namesrv listening on ")
+        .unwrap_or_else(|| panic!("unexpected start-up line {line:?}"))
+        .to_owned();
+    Daemon { child, addr }
+}
+
+fn put(key: &str, value: String) -> RemotingCommand {
+    RemotingCommand::request(RequestCode::PUT_KV_CONFIG)
+        .with_ext("namespace", "crash")
+        .with_ext("key", key)
+        .with_ext("value", value)
+}
+
+/// One daemon run killed with SIGKILL in the middle of a KV save; returns whether the kill landed
+/// inside the save (its temp file is left behind) after checking the main file is whole.
+async fn kill_during_save(attempt: u32) -> bool {
+    let dir = temp_dir(&format!("kill{attempt}"));
+    // A large table makes every save (a full snapshot) take a while.
+    let mut bulk = KvTables::default();
+    for i in 0..100 {
+        bulk.put("bulk", &format!("b{i:03}"), Some("x".repeat(100 * 1024)));
+    }
+    std::fs::write(dir.join("kvConfig.json"), bulk.to_json()).unwrap();
+    let mut daemon = spawn(&dir, &[]);
+    let mut client = Client::connect(&daemon.addr, TIMEOUT).await.unwrap();
+    // The killer watches for the temp file of a save in progress and SIGKILLs the daemon the
+    // moment it appears (bounded: at most 20 s).
+    let pid = daemon.child.id().to_string();
+    let temp = dir.join("kvConfig.json.tmp");
+    let killer = std::thread::spawn(move || {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !temp.exists() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        Command::new("kill").args(["-KILL", &pid]).status()
+    });
+    let mut acknowledged = 0;
+    for i in 0..200 {
+        match client
+            .request(put(&format!("k{i:03}"), "v".repeat(1024)))
+            .await
+        {
+            Ok(resp) if resp.code == 0 => acknowledged = i + 1,
+            Ok(resp) => panic!("put failed: {:?}", resp.remark),
+            Err(_) => break,
+        }
+    }
+    assert!(killer.join().unwrap().unwrap().success());
+    let _ = daemon.child.wait();
+    let landed_inside = dir.join("kvConfig.json.tmp").exists();
+
+    // The main file is whole: it parses, holds the table it started with and every acknowledged
+    // key (each save is a full snapshot: at most the changes of the interrupted save are missing).
+    let tables =
+        KvTables::load(&dir.join("kvConfig.json")).expect("main KV file intact after SIGKILL");
+    assert_eq!(tables.namespace("bulk").map(|ns| ns.len()), Some(100));
+    for i in 0..acknowledged {
+        assert!(
+            tables.get("crash", &format!("k{i:03}")).is_some(),
+            "acknowledged key k{i:03} lost"
+        );
+    }
+
+    // A restart on the same files (temp file included) works and serves the data.
+    let daemon = spawn(&dir, &[]);
+    let mut client = Client::connect(&daemon.addr, TIMEOUT).await.unwrap();
+    let get = RemotingCommand::request(RequestCode::GET_KV_CONFIG)
+        .with_ext("namespace", "bulk")
+        .with_ext("key", "b099");
+    let resp = client.request(get).await.unwrap();
+    assert_eq!(resp.ext("value").map(str::len), Some(100 * 1024));
+    assert_eq!(
+        client
+            .request(put("after", "restart".into()))
+            .await
+            .unwrap()
+            .code,
+        0
+    );
+    drop(daemon);
+    let _ = std::fs::remove_dir_all(&dir);
+    landed_inside
+}
+
+#[actix::test]
+async fn sigkill_during_kv_writes_leaves_a_whole_file() {
+    // The kill races the save's last steps; a few attempts make sure one lands inside a save.
+    let mut landed = false;
+    for attempt in 0..5 {
+        if kill_during_save(attempt).await {
+            landed = true;
+            break;
+        }
+    }
+    assert!(landed, "no SIGKILL landed inside a save in 5 attempts");
+}
+
+#[test]
+fn corrupt_kv_file_and_bad_config_stop_the_daemon_with_a_clear_error() {
+    let dir = temp_dir("corrupt");
+    let kv = dir.join("kvConfig.json");
+    std::fs::write(&kv, b"{\"configTable\":").unwrap();
+    let out = Command::new(BIN)
+        .args(["--listen", "127.0.0.1:0", "--kv-config-path"])
+        .arg(&kv)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&kv.display().to_string()) && stderr.contains("corrupt"),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty(), "never listened");
+
+    let config = dir.join("bad.toml");
+    std::fs::write(&config, "[registry]\nscan_interval = \"often\"\n").unwrap();
+    let out = Command::new(BIN)
+        .arg("--config")
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("registry.scan_interval"), "{stderr}");
+
+    let out = Command::new(BIN)
+        .env("NAMESRV__SERVER__MAX_IN_FLIGHT", "lots")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("server.max_in_flight"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[actix::test]
+async fn sigterm_stops_gracefully_and_flushes() {
+    let dir = temp_dir("term");
+    let mut daemon = spawn(&dir, &[]);
+    let mut client = Client::connect(&daemon.addr, TIMEOUT).await.unwrap();
+    assert_eq!(client.request(put("k", "v".into())).await.unwrap().code, 0);
+    let pid = daemon.child.id().to_string();
+    let status = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+    assert!(status.success());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let exit = loop {
+        if let Some(exit) = daemon.child.try_wait().unwrap() {
+            break exit;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "daemon did not stop within 10 s of SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(exit.success(), "{exit:?}");
+    assert!(client
+        .request(RemotingCommand::request(
+            RequestCode::GET_BROKER_CLUSTER_INFO
+        ))
+        .await
+        .is_err());
+    let tables = KvTables::load(&dir.join("kvConfig.json")).unwrap();
+    assert_eq!(tables.get("crash", "k"), Some("v"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn java_properties_file_runs_the_daemon() {
+    let dir = temp_dir("props");
+    let props = dir.join("namesrv.properties");
+    std::fs::write(
+        &props,
+        "listenPort=0\nbindAddress=127.0.0.1\nenableAllTopicList=false\n",
+    )
+    .unwrap();
+    let out = Command::new(BIN)
+        .arg("-c")
+        .arg(&props)
+        .arg("--print-config")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("listen = \"127.0.0.1:0\""), "{text}");
+    assert!(text.contains("enable_all_topic_list = false"), "{text}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
