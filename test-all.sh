@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The whole test suite: unit and integration tests of every crate (real server over TCP on
+# 127.0.0.1), then the interop suite against real RocketMQ peers (Java brokers, clients and admin
+# from Maven Central, the Go client, the C++ client, the official Java NameServer), which
+# installs them into interop/.cache/ on first use.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+echo "== cargo test (workspace)"
+cargo test --workspace --locked
+
+echo "== release build for the interop suite"
+cargo build --release --locked
+
+echo "== interop peers (cached in interop/.cache/)"
+interop/setup.sh
+
+echo "== interop suite"
+python3 interop/run.py
