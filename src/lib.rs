@@ -39,6 +39,7 @@ pub mod config;
 pub mod java_props;
 pub mod runtime;
 pub mod server;
+pub mod sim;
 
 pub use rmq_actors as actors;
 pub use rmq_protocol as protocol;

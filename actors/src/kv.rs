@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::oneshot;
 use tracing::{error, info, warn};
 
-use crate::messages::{Body, OrderTopicConfChanged};
+use crate::messages::{Body, OrderTopicConfChanged, Restart};
 use crate::persist::write_atomically;
 use crate::registry::RouteRegistry;
 use crate::response::{system_error, IntoResponse};
@@ -335,6 +335,7 @@ impl Actor for KvStore {
 
 impl Supervised for KvStore {
     fn restarting(&mut self, _: &mut Self::Context) {
+        // `started` runs again after this and republishes ORDER_TOPIC_CONFIG to the registry.
         match KvTables::load(&self.path) {
             Ok(tables) => {
                 warn!(path = %self.path.display(), "KV store restarting; reloaded from its file");
@@ -428,6 +429,15 @@ impl Handler<FlushKv> for KvStore {
         let (tx, rx) = oneshot::channel();
         self.waiters.push((self.version, tx));
         Box::pin(async move { matches!(rx.await, Ok(Ok(()))) })
+    }
+}
+
+impl Handler<Restart> for KvStore {
+    type Result = ();
+
+    fn handle(&mut self, _: Restart, ctx: &mut Context<Self>) {
+        warn!("KV store stopping on request; its supervisor restarts it");
+        ctx.stop();
     }
 }
 

@@ -287,3 +287,53 @@ pub enum ConfigUpdateError {
 pub struct LookupProductEnvRoute {
     pub topic: String,
 }
+
+// ---------------------------------------------------------------------------------------------
+// Embedding applications -> RouteRegistry / KvStore.
+
+/// The decoded route of a topic (what GET_ROUTEINFO_BY_TOPIC would encode), or `None`.
+#[derive(Debug, Message)]
+#[rtype(result = "Option<rmq_protocol::body::TopicRouteData>")]
+pub struct QueryRoute {
+    pub topic: String,
+}
+
+/// Every live broker instance.
+#[derive(Debug, Message)]
+#[rtype(result = "Vec<BrokerStatus>")]
+pub struct ListBrokers;
+
+/// One live broker instance.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BrokerStatus {
+    pub cluster: String,
+    /// `None` if no broker group lists this address (it expires at the next scan).
+    pub name: Option<String>,
+    pub id: Option<i64>,
+    pub addr: String,
+    /// Time since its last registration, heartbeat or data-version query.
+    pub since_last_update: std::time::Duration,
+    pub data_version: DataVersion,
+    pub conn: ConnId,
+}
+
+/// Table sizes of the registry.
+#[derive(Debug, Message)]
+#[rtype(result = "RouteStats")]
+pub struct GetRouteStats;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RouteStats {
+    pub topics: usize,
+    pub broker_groups: usize,
+    pub clusters: usize,
+    pub live_brokers: usize,
+    /// Bytes held by cached encoded routes.
+    pub cached_route_bytes: usize,
+}
+
+/// Stops an actor on purpose; its Supervisor restarts it at once. The route registry comes back
+/// empty (brokers re-register within 30 s); the KV store reloads its file.
+#[derive(Debug, Message)]
+#[rtype(result = "()")]
+pub struct Restart;

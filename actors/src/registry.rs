@@ -341,3 +341,59 @@ impl Handler<OrderTopicConfChanged> for RouteRegistry {
         self.order_topic_conf = new;
     }
 }
+
+impl Handler<QueryRoute> for RouteRegistry {
+    type Result = Option<TopicRouteData>;
+
+    fn handle(&mut self, msg: QueryRoute, _: &mut Context<Self>) -> Self::Result {
+        let mut route = self.tables.topic_route(&msg.topic)?;
+        if self.shows_order_conf() {
+            route.order_topic_conf = self.order_topic_conf.get(&msg.topic).cloned();
+        }
+        Some(route)
+    }
+}
+
+impl Handler<ListBrokers> for RouteRegistry {
+    type Result = Vec<BrokerStatus>;
+
+    fn handle(&mut self, _: ListBrokers, _: &mut Context<Self>) -> Self::Result {
+        let now = Instant::now();
+        self.tables
+            .live_instances()
+            .into_iter()
+            .map(|(instance, group, live)| BrokerStatus {
+                cluster: instance.cluster.as_str().to_owned(),
+                name: group.as_ref().map(|(name, _)| name.as_str().to_owned()),
+                id: group.map(|(_, id)| id),
+                addr: instance.addr.as_str().to_owned(),
+                since_last_update: now.saturating_duration_since(live.last_update),
+                data_version: live.data_version,
+                conn: live.conn,
+            })
+            .collect()
+    }
+}
+
+impl Handler<GetRouteStats> for RouteRegistry {
+    type Result = MessageResult<GetRouteStats>;
+
+    fn handle(&mut self, _: GetRouteStats, _: &mut Context<Self>) -> Self::Result {
+        MessageResult(RouteStats {
+            topics: self.tables.topic_count(),
+            broker_groups: self.tables.broker_group_count(),
+            clusters: self.tables.cluster_count(),
+            live_brokers: self.tables.live_count(),
+            cached_route_bytes: self.tables.cached_bytes(),
+        })
+    }
+}
+
+impl Handler<Restart> for RouteRegistry {
+    type Result = ();
+
+    fn handle(&mut self, _: Restart, ctx: &mut Context<Self>) {
+        warn!("route registry stopping on request; its supervisor restarts it");
+        ctx.stop();
+    }
+}

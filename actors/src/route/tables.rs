@@ -869,15 +869,32 @@ impl RouteTables {
         self.live.len()
     }
 
-    /// Every live broker instance, sorted.
-    pub fn live_instances(&self) -> Vec<(BrokerInstance, LiveBroker)> {
+    /// Every live broker instance with its group name and id (if a group lists it), sorted.
+    #[allow(clippy::type_complexity)]
+    pub fn live_instances(
+        &self,
+    ) -> Vec<(BrokerInstance, Option<(BrokerName, BrokerId)>, LiveBroker)> {
         let mut all: Vec<_> = self
             .live
             .iter()
-            .map(|(i, l)| (i.clone(), l.clone()))
+            .map(|(i, l)| {
+                (
+                    i.clone(),
+                    self.resolve(i).map(|u| (u.name, u.id)),
+                    l.clone(),
+                )
+            })
             .collect();
         all.sort_by(|a, b| a.0.cmp(&b.0));
         all
+    }
+
+    pub fn broker_group_count(&self) -> usize {
+        self.brokers.len()
+    }
+
+    pub fn cluster_count(&self) -> usize {
+        self.clusters.len()
     }
 
     /// The route of a topic (§5.7), or `None` if no queue with a known group exists.

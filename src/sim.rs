@@ -1,0 +1,425 @@
+//! Simulated brokers and clients that speak the protocol as real ones do: the dev cluster
+//! (`cargo run --example cluster`), tests and load tools use them against any NameServer.
+//!
+//! A [`SimBroker`] registers its topics with every NameServer of its list (all in parallel, like a
+//! real broker), again every `register_interval`, optionally sends heartbeats, reconnects after
+//! failures, and answers nothing else. A [`SimClient`] asks a random NameServer for the route of a
+//! random topic every `interval`. Both run as tasks on the current actix arbiter.
+
+use std::time::{Duration, Instant};
+
+use futures_util::future::join_all;
+use rmq_protocol::body::{to_json, DataVersion, RegisterBrokerBody, TopicConfig};
+use rmq_protocol::fastjson::JsonStyle;
+use rmq_protocol::headers::{
+    BrokerHeartbeatHeader, BrokerIdentityHeader, CommandHeader, RegisterBrokerHeader,
+};
+use rmq_protocol::{RemotingCommand, RequestCode, ResponseCode};
+use tokio::sync::{oneshot, watch};
+use tokio::task::JoinHandle;
+
+use crate::client::Client;
+
+/// What a simulated broker is.
+#[derive(Debug, Clone)]
+pub struct SimBrokerSpec {
+    pub cluster: String,
+    pub name: String,
+    /// 0 = master.
+    pub id: i64,
+    /// The address it advertises (nothing listens there).
+    pub addr: String,
+    pub ha_addr: String,
+    pub topics: Vec<String>,
+    pub queues: i32,
+    /// NameServers to register with.
+    pub namesrv: Vec<String>,
+    pub register_interval: Duration,
+    /// Also send BROKER_HEARTBEAT this often (acting-master brokers do); `None` = never.
+    pub heartbeat_interval: Option<Duration>,
+    /// Connect and request timeout.
+    pub timeout: Duration,
+}
+
+impl SimBrokerSpec {
+    /// A broker of `cluster`/`name` with id `id`, advertising `127.0.0.1:<port>`, registering
+    /// every 30 s like a real one.
+    pub fn new(
+        cluster: &str,
+        name: &str,
+        id: i64,
+        port: u16,
+        topics: Vec<String>,
+        namesrv: Vec<String>,
+    ) -> Self {
+        Self {
+            cluster: cluster.into(),
+            name: name.into(),
+            id,
+            addr: format!("127.0.0.1:{port}"),
+            ha_addr: format!("127.0.0.1:{}", port.saturating_add(1)),
+            topics,
+            queues: 4,
+            namesrv,
+            register_interval: Duration::from_secs(30),
+            heartbeat_interval: None,
+            timeout: Duration::from_secs(3),
+        }
+    }
+
+    /// The REGISTER_BROKER request a 5.x broker sends for this spec.
+    pub fn register_request(&self) -> RemotingCommand {
+        let mut body = RegisterBrokerBody::default();
+        body.topic_config_wrapper.data_version = DataVersion {
+            counter: 1,
+            state_version: 0,
+            timestamp: 1_700_000_000_000,
+        };
+        for topic in &self.topics {
+            body.topic_config_wrapper.topic_config_table.insert(
+                topic.clone(),
+                TopicConfig::new(topic.as_str(), self.queues, 6),
+            );
+        }
+        let body = to_json(&body, JsonStyle::Legacy);
+        let header = RegisterBrokerHeader {
+            broker_name: self.name.clone(),
+            broker_addr: self.addr.clone(),
+            cluster_name: self.cluster.clone(),
+            ha_server_addr: Some(self.ha_addr.clone()),
+            broker_id: self.id,
+            heartbeat_timeout_millis: None,
+            enable_acting_master: Some(false),
+            compressed: false,
+            body_crc32: (crc32fast::hash(&body) & 0x7FFF_FFFF) as i32,
+            zone_name: None,
+        };
+        RemotingCommand::request(RequestCode::REGISTER_BROKER)
+            .with_ext_fields(header.to_ext())
+            .with_body(body)
+    }
+
+    fn unregister_request(&self) -> RemotingCommand {
+        let header = BrokerIdentityHeader {
+            broker_name: self.name.clone(),
+            broker_addr: self.addr.clone(),
+            cluster_name: self.cluster.clone(),
+            broker_id: self.id,
+        };
+        RemotingCommand::request(RequestCode::UNREGISTER_BROKER).with_ext_fields(header.to_ext())
+    }
+
+    fn heartbeat_request(&self) -> RemotingCommand {
+        let header = BrokerHeartbeatHeader {
+            cluster_name: self.cluster.clone(),
+            broker_addr: self.addr.clone(),
+            broker_name: Some(self.name.clone()),
+            broker_id: Some(self.id),
+            ..BrokerHeartbeatHeader::default()
+        };
+        RemotingCommand::request(RequestCode::BROKER_HEARTBEAT).with_ext_fields(header.to_ext())
+    }
+}
+
+/// A broker's view of one NameServer.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NamesrvLink {
+    pub addr: String,
+    pub registrations: u64,
+    pub last_registered: Option<Instant>,
+    pub last_error: Option<String>,
+    /// What the last registration answered: the master's address (for slaves).
+    pub master_addr: Option<String>,
+}
+
+/// What a simulated broker has done so far.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SimBrokerStatus {
+    pub links: Vec<NamesrvLink>,
+}
+
+struct Link {
+    status: NamesrvLink,
+    client: Option<Client>,
+}
+
+impl Link {
+    async fn request(
+        &mut self,
+        request: RemotingCommand,
+        timeout: Duration,
+    ) -> Result<RemotingCommand, String> {
+        if self.client.is_none() {
+            self.client = Some(
+                Client::connect(&self.status.addr, timeout)
+                    .await
+                    .map_err(|e| e.to_string())?,
+            );
+        }
+        let Some(client) = self.client.as_mut() else {
+            return Err("not connected".into());
+        };
+        match client.request(request).await {
+            Ok(resp) => Ok(resp),
+            Err(err) => {
+                // Reconnect next time.
+                self.client = None;
+                Err(err.to_string())
+            }
+        }
+    }
+
+    async fn register(&mut self, spec: &SimBrokerSpec) {
+        match self.request(spec.register_request(), spec.timeout).await {
+            Ok(resp) if resp.response_code() == ResponseCode::SUCCESS => {
+                self.status.registrations += 1;
+                self.status.last_registered = Some(Instant::now());
+                self.status.last_error = None;
+                self.status.master_addr = resp.ext("masterAddr").map(str::to_owned);
+            }
+            Ok(resp) => {
+                self.status.last_error = Some(format!("code {}: {:?}", resp.code, resp.remark))
+            }
+            Err(err) => self.status.last_error = Some(err),
+        }
+    }
+}
+
+/// A running simulated broker.
+pub struct SimBroker {
+    spec: SimBrokerSpec,
+    stop: Option<oneshot::Sender<bool>>,
+    status: watch::Receiver<SimBrokerStatus>,
+    task: JoinHandle<()>,
+}
+
+impl SimBroker {
+    /// Starts the broker on the current arbiter: it registers at once, then every
+    /// `register_interval`.
+    pub fn spawn(spec: SimBrokerSpec) -> Self {
+        let (stop_tx, stop_rx) = oneshot::channel();
+        let links: Vec<Link> = spec
+            .namesrv
+            .iter()
+            .map(|addr| Link {
+                status: NamesrvLink {
+                    addr: addr.clone(),
+                    ..NamesrvLink::default()
+                },
+                client: None,
+            })
+            .collect();
+        let (status_tx, status_rx) = watch::channel(SimBrokerStatus {
+            links: links.iter().map(|l| l.status.clone()).collect(),
+        });
+        let task = actix_rt::spawn(run_broker(spec.clone(), links, stop_rx, status_tx));
+        Self {
+            spec,
+            stop: Some(stop_tx),
+            status: status_rx,
+            task,
+        }
+    }
+
+    pub fn spec(&self) -> &SimBrokerSpec {
+        &self.spec
+    }
+
+    pub fn status(&self) -> SimBrokerStatus {
+        self.status.borrow().clone()
+    }
+
+    /// Waits until every NameServer has answered at least `n` registrations, at most `limit`.
+    pub async fn registered(&mut self, n: u64, limit: Duration) -> bool {
+        let wait = self
+            .status
+            .wait_for(|s| s.links.iter().all(|l| l.registrations >= n));
+        tokio::time::timeout(limit, wait)
+            .await
+            .is_ok_and(|r| r.is_ok())
+    }
+
+    /// Stops the broker. `graceful`: it unregisters from every NameServer first, as a broker
+    /// shutting down does; otherwise its connections just drop, as when it is killed.
+    pub async fn stop(mut self, graceful: bool) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(graceful);
+        }
+        let _ = (&mut self.task).await;
+    }
+}
+
+impl Drop for SimBroker {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+async fn run_broker(
+    spec: SimBrokerSpec,
+    mut links: Vec<Link>,
+    mut stop: oneshot::Receiver<bool>,
+    status: watch::Sender<SimBrokerStatus>,
+) {
+    let publish = |links: &[Link]| {
+        let _ = status.send(SimBrokerStatus {
+            links: links.iter().map(|l| l.status.clone()).collect(),
+        });
+    };
+    let mut next_register = Instant::now();
+    let mut next_heartbeat = spec.heartbeat_interval.map(|every| Instant::now() + every);
+    loop {
+        let now = Instant::now();
+        if now >= next_register {
+            join_all(links.iter_mut().map(|link| link.register(&spec))).await;
+            publish(&links);
+            next_register = Instant::now() + spec.register_interval;
+        }
+        if let (Some(at), Some(every)) = (next_heartbeat, spec.heartbeat_interval) {
+            if now >= at {
+                for link in &mut links {
+                    if let Some(client) = link.client.as_mut() {
+                        let _ = client.oneway(spec.heartbeat_request()).await;
+                    }
+                }
+                next_heartbeat = Some(Instant::now() + every);
+            }
+        }
+        let wake = next_heartbeat.map_or(next_register, |h| h.min(next_register));
+        tokio::select! {
+            graceful = &mut stop => {
+                if graceful.unwrap_or(false) {
+                    // A real broker unregisters from each NameServer in turn.
+                    for link in &mut links {
+                        let _ = link.request(spec.unregister_request(), spec.timeout).await;
+                    }
+                }
+                return;
+            }
+            _ = tokio::time::sleep_until(tokio::time::Instant::from_std(wake)) => {}
+        }
+    }
+}
+
+/// What a simulated client asks for.
+#[derive(Debug, Clone)]
+pub struct SimClientSpec {
+    pub namesrv: Vec<String>,
+    pub topics: Vec<String>,
+    pub interval: Duration,
+    pub timeout: Duration,
+}
+
+/// Route queries of a simulated client so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SimClientStats {
+    pub queries: u64,
+    pub found: u64,
+    pub not_found: u64,
+    pub errors: u64,
+    pub last_latency: Duration,
+}
+
+/// A running simulated client.
+pub struct SimClient {
+    stop: Option<oneshot::Sender<()>>,
+    stats: watch::Receiver<SimClientStats>,
+    task: JoinHandle<()>,
+}
+
+impl SimClient {
+    pub fn spawn(spec: SimClientSpec) -> Self {
+        let (stop_tx, stop_rx) = oneshot::channel();
+        let (stats_tx, stats_rx) = watch::channel(SimClientStats::default());
+        let task = actix_rt::spawn(run_client(spec, stop_rx, stats_tx));
+        Self {
+            stop: Some(stop_tx),
+            stats: stats_rx,
+            task,
+        }
+    }
+
+    pub fn stats(&self) -> SimClientStats {
+        *self.stats.borrow()
+    }
+
+    pub async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        let _ = (&mut self.task).await;
+    }
+}
+
+impl Drop for SimClient {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+async fn run_client(
+    spec: SimClientSpec,
+    mut stop: oneshot::Receiver<()>,
+    stats: watch::Sender<SimClientStats>,
+) {
+    let mut rng = XorShift::seeded();
+    let mut current = SimClientStats::default();
+    loop {
+        if let (Some(addr), Some(topic)) = (rng.pick(&spec.namesrv), rng.pick(&spec.topics)) {
+            let started = Instant::now();
+            let request = RemotingCommand::request(RequestCode::GET_ROUTEINFO_BY_TOPIC)
+                .with_ext("topic", topic.clone());
+            let result = match Client::connect(addr, spec.timeout).await {
+                Ok(mut client) => client.request(request).await.map_err(|e| e.to_string()),
+                Err(err) => Err(err.to_string()),
+            };
+            current.queries += 1;
+            current.last_latency = started.elapsed();
+            match result {
+                Ok(resp) if resp.response_code() == ResponseCode::SUCCESS => current.found += 1,
+                Ok(resp) if resp.response_code() == ResponseCode::TOPIC_NOT_EXIST => {
+                    current.not_found += 1
+                }
+                _ => current.errors += 1,
+            }
+            let _ = stats.send(current);
+        }
+        tokio::select! {
+            _ = &mut stop => return,
+            _ = tokio::time::sleep(spec.interval) => {}
+        }
+    }
+}
+
+/// A small xorshift generator: good enough to pick servers and topics, no dependency needed.
+#[derive(Debug, Clone)]
+pub struct XorShift(u64);
+
+impl XorShift {
+    pub fn seeded() -> Self {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0x9E37_79B9, |d| d.as_nanos() as u64);
+        Self(nanos | 1)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.0 = x;
+        x
+    }
+
+    pub fn below(&mut self, n: usize) -> usize {
+        if n == 0 {
+            return 0;
+        }
+        (self.next_u64() % n as u64) as usize
+    }
+
+    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> Option<&'a T> {
+        items.get(self.below(items.len()))
+    }
+}
