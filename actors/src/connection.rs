@@ -1,13 +1,14 @@
 //! Connection: one actor per TCP (or TLS) connection. Frames in, typed messages out to the
 //! actor that owns the state, responses back with the request's opaque.
 
+use std::future::Future;
+use std::io::IoSlice;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::rc::Rc;
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
-use std::future::Future;
-
-use actix::io::{FramedWrite, WriteHandler};
 use actix::prelude::*;
 use rmq_protocol::{FrameError, LanguageCode, RemotingCodec, RemotingCommand};
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -21,6 +22,7 @@ use crate::messages::{
     CloseConnection, ConnectionClosed, ConnectionOpened, GetNamesrvConfig, GetRouteInfo,
     LookupProductEnvRoute, RouteBody, RouteError, UpdateNamesrvConfig,
 };
+use crate::outbox::{Outbox, MAX_SLICES};
 use crate::registry::RouteRegistry;
 use crate::response::{system_error, IntoResponse};
 use crate::route::ConnId;
@@ -60,7 +62,10 @@ pub struct Connection {
     /// Told when the connection stops, to free its slot.
     listener: Recipient<ConnectionClosed>,
     settings: Rc<ConnectionSettings>,
-    writer: FramedWrite<RemotingCommand, BoxedWrite, RemotingCodec>,
+    write: BoxedWrite,
+    outbox: Outbox,
+    /// A `Flush` is running.
+    flushing: bool,
     in_flight: usize,
     last_activity: Instant,
     span: Span,
@@ -79,16 +84,16 @@ impl Connection {
     ) -> Addr<Self> {
         Connection::create(move |ctx| {
             let codec = RemotingCodec::new(settings.max_frame);
-            ctx.add_stream(FramedRead::new(read, codec.clone()));
-            let mut writer = FramedWrite::new(write, codec, ctx);
-            writer.set_buffer_capacity(64 * 1024, 4 * 1024 * 1024);
+            ctx.add_stream(FramedRead::new(read, codec));
             Connection {
                 id,
                 peer,
                 peers,
                 listener,
                 settings,
-                writer,
+                write,
+                outbox: Outbox::new(),
+                flushing: false,
                 in_flight: 0,
                 last_activity: Instant::now(),
                 span: info_span!("conn", conn = %id, peer = %peer),
@@ -118,7 +123,7 @@ impl Connection {
             Err(response) => {
                 debug!(code = cmd.code, remark = ?response.remark, "answered without dispatch");
                 drop(_entered);
-                self.reply(reply_to, response);
+                self.reply(reply_to, response, ctx);
                 return;
             }
         };
@@ -161,7 +166,7 @@ impl Connection {
         R: IntoResponse,
     {
         self.in_flight += 1;
-        let fut = reply.into_actor(self).map(move |result, act, _| {
+        let fut = reply.into_actor(self).map(move |result, act, ctx| {
             act.in_flight -= 1;
             let response = match result {
                 Ok(reply) => reply.into_response(),
@@ -170,7 +175,7 @@ impl Connection {
                     system_error(format!("name server busy or restarting: {err}"))
                 }
             };
-            act.reply(reply_to, response);
+            act.reply(reply_to, response, ctx);
         });
         if self.in_flight >= self.settings.max_in_flight {
             ctx.wait(fut);
@@ -179,7 +184,7 @@ impl Connection {
         }
     }
 
-    fn reply(&mut self, reply_to: ReplyTo, mut response: RemotingCommand) {
+    fn reply(&mut self, reply_to: ReplyTo, mut response: RemotingCommand, ctx: &mut Context<Self>) {
         if reply_to.oneway {
             return;
         }
@@ -192,7 +197,18 @@ impl Connection {
             ResponseSerialize::Fixed(serialize_type) => serialize_type,
         };
         self.last_activity = Instant::now();
-        self.writer.write(response);
+        if let Err(err) = self.outbox.push(&response) {
+            warn!(parent: &self.span, error = %err, "cannot encode a response, closing");
+            ctx.stop();
+            return;
+        }
+        if self.outbox.queued() > OUTBOX_HIGH_WATER {
+            // The peer does not read: stop everything else until it has taken what is queued.
+            ctx.wait(Flush);
+        } else if !self.flushing {
+            self.flushing = true;
+            ctx.spawn(Flush);
+        }
     }
 
     fn check_idle(&mut self, ctx: &mut Context<Self>, idle_timeout: Duration) {
@@ -269,10 +285,47 @@ impl StreamHandler<Result<RemotingCommand, FrameError>> for Connection {
     }
 }
 
-impl WriteHandler<FrameError> for Connection {
-    fn error(&mut self, err: FrameError, _: &mut Context<Self>) -> Running {
-        debug!(parent: &self.span, error = %err, "write failed, closing");
-        Running::Stop
+/// Bytes queued for a peer beyond which its connection waits for the socket before anything else.
+const OUTBOX_HIGH_WATER: usize = 4 * 1024 * 1024;
+
+/// Writes the outbox with vectored writes until it is empty, as an actor future: it runs inside
+/// the connection actor, with direct access to its socket and outbox.
+struct Flush;
+
+impl ActorFuture<Connection> for Flush {
+    type Output = ();
+
+    fn poll(
+        self: Pin<&mut Self>,
+        act: &mut Connection,
+        ctx: &mut Context<Connection>,
+        task: &mut std::task::Context<'_>,
+    ) -> Poll<()> {
+        let Connection { write, outbox, .. } = act;
+        while !outbox.is_empty() {
+            let mut slices = [IoSlice::new(&[]); MAX_SLICES];
+            let n = outbox.slices(&mut slices);
+            match Pin::new(&mut *write).poll_write_vectored(task, &slices[..n]) {
+                Poll::Ready(Ok(0)) => {
+                    debug!(parent: &act.span, "peer stopped reading, closing");
+                    act.outbox.clear();
+                    act.flushing = false;
+                    ctx.stop();
+                    return Poll::Ready(());
+                }
+                Poll::Ready(Ok(written)) => outbox.consume(written),
+                Poll::Ready(Err(err)) => {
+                    debug!(parent: &act.span, error = %err, "write failed, closing");
+                    act.outbox.clear();
+                    act.flushing = false;
+                    ctx.stop();
+                    return Poll::Ready(());
+                }
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+        act.flushing = false;
+        Poll::Ready(())
     }
 }
 
@@ -281,8 +334,8 @@ impl Handler<CloseConnection> for Connection {
 
     fn handle(&mut self, msg: CloseConnection, ctx: &mut Context<Self>) {
         info!(parent: &self.span, reason = msg.reason, "closing connection");
-        // Flush what is written; the writer stops the actor when done, or we do after a second.
-        self.writer.close();
+        // Write what is queued first (a peer that does not read gets a second), then stop.
+        ctx.wait(Flush.map(|(), _, ctx: &mut Context<Self>| ctx.stop()));
         ctx.run_later(Duration::from_secs(1), |_, ctx| ctx.stop());
     }
 }

@@ -15,6 +15,7 @@ pub mod housekeeping;
 pub mod kv;
 pub mod listener;
 pub mod messages;
+pub mod outbox;
 pub mod persist;
 pub mod registry;
 pub mod response;

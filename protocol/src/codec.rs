@@ -121,27 +121,41 @@ pub fn decode_frame(mut frame: Bytes) -> Result<RemotingCommand, FrameError> {
     })
 }
 
-/// Encodes a command as one whole frame into `dst`.
-pub fn encode_frame(cmd: &RemotingCommand, dst: &mut BytesMut) -> Result<(), FrameError> {
-    let mut header = Vec::with_capacity(160);
-    header::encode(cmd, &mut header).map_err(FrameError::Encode)?;
-    let body = cmd.body_bytes();
-    let header_len = u32::try_from(header.len())
+/// Writes a frame's length field, header-length word and header into `dst`, for a body of
+/// `body_len` bytes that the caller sends next (it may be a shared buffer written without a copy).
+pub fn encode_head(
+    cmd: &RemotingCommand,
+    body_len: usize,
+    dst: &mut BytesMut,
+) -> Result<(), FrameError> {
+    let start = dst.len();
+    dst.reserve(8 + 160);
+    dst.put_u64(0);
+    if let Err(err) = header::encode(cmd, dst) {
+        dst.truncate(start);
+        return Err(FrameError::Encode(err));
+    }
+    let header_len = dst.len() - start - 8;
+    let too_large = |len| FrameError::TooLarge {
+        len,
+        max: i32::MAX as usize,
+    };
+    let word = u32::try_from(header_len)
         .ok()
         .filter(|l| *l <= 0x00FF_FFFF)
-        .ok_or(FrameError::TooLarge {
-            len: header.len(),
-            max: 0x00FF_FFFF,
-        })?;
-    let total = 4 + header.len() + body.len();
-    let length = i32::try_from(total).map_err(|_| FrameError::TooLarge {
-        len: total + 4,
-        max: i32::MAX as usize,
-    })?;
-    dst.reserve(4 + total);
-    dst.put_i32(length);
-    dst.put_u32((u32::from(cmd.serialize_type.byte()) << 24) | header_len);
-    dst.put_slice(&header);
+        .ok_or_else(|| too_large(header_len))?;
+    let total = 4 + header_len + body_len;
+    let length = i32::try_from(total).map_err(|_| too_large(total + 4))?;
+    dst[start..start + 4].copy_from_slice(&length.to_be_bytes());
+    let word = (u32::from(cmd.serialize_type.byte()) << 24) | word;
+    dst[start + 4..start + 8].copy_from_slice(&word.to_be_bytes());
+    Ok(())
+}
+
+/// Encodes a command as one whole frame into `dst`.
+pub fn encode_frame(cmd: &RemotingCommand, dst: &mut BytesMut) -> Result<(), FrameError> {
+    let body = cmd.body_bytes();
+    encode_head(cmd, body.len(), dst)?;
     dst.put_slice(body);
     Ok(())
 }

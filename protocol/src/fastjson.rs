@@ -242,9 +242,9 @@ impl ItoaBuf {
     }
 }
 
-/// Serializes `value` as fastjson would, appending to `out`.
-pub fn write_to<T: Serialize + ?Sized>(
-    out: &mut Vec<u8>,
+/// Serializes `value` as fastjson would into `out`.
+pub fn write_to<W: io::Write, T: Serialize + ?Sized>(
+    out: W,
     value: &T,
     style: JsonStyle,
 ) -> serde_json::Result<()> {

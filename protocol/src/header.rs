@@ -45,7 +45,7 @@ pub fn decode(serialize_type: SerializeType, bytes: &[u8]) -> Result<HeaderField
 }
 
 /// Appends the header of `cmd` in its serialize type.
-pub fn encode(cmd: &RemotingCommand, out: &mut Vec<u8>) -> Result<(), HeaderError> {
+pub fn encode<B: BufMut>(cmd: &RemotingCommand, out: &mut B) -> Result<(), HeaderError> {
     match cmd.serialize_type {
         SerializeType::Json => encode_json(cmd, out),
         SerializeType::RocketMq => {
@@ -112,7 +112,7 @@ struct JsonHeaderOut<'a> {
     version: i32,
 }
 
-fn encode_json(cmd: &RemotingCommand, out: &mut Vec<u8>) -> Result<(), HeaderError> {
+fn encode_json<B: BufMut>(cmd: &RemotingCommand, out: &mut B) -> Result<(), HeaderError> {
     let header = JsonHeaderOut {
         code: cmd.code,
         ext_fields: cmd.ext_fields.as_ref(),
@@ -123,7 +123,7 @@ fn encode_json(cmd: &RemotingCommand, out: &mut Vec<u8>) -> Result<(), HeaderErr
         serialize_type: SerializeType::Json.name(),
         version: cmd.version,
     };
-    fastjson::write_to(out, &header, JsonStyle::Legacy)?;
+    fastjson::write_to(out.writer(), &header, JsonStyle::Legacy)?;
     Ok(())
 }
 
@@ -199,18 +199,66 @@ fn lenient_ext_fields<'de, D: Deserializer<'de>>(
         }
         fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
             let mut fields = ExtFields::new();
-            while let Some((key, value)) = map.next_entry::<String, serde_json::Value>()? {
-                let text = match value {
-                    serde_json::Value::Null => continue,
-                    serde_json::Value::String(s) => s,
-                    other => other.to_string(),
-                };
-                fields.insert(key, text);
+            while let Some((key, value)) = map.next_entry::<String, ExtValue>()? {
+                if let Some(text) = value.0 {
+                    fields.insert(key, text);
+                }
             }
             Ok(Some(fields))
         }
     }
     deserializer.deserialize_any(ExtVisitor)
+}
+
+/// One ext value: a string as is, a number or boolean as its text, `null` as absent, a nested
+/// value as its JSON text. Strings are read straight into the `String`, with no intermediate tree.
+struct ExtValue(Option<String>);
+
+impl<'de> Deserialize<'de> for ExtValue {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ValueVisitor;
+        impl<'de> Visitor<'de> for ValueVisitor {
+            type Value = ExtValue;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an ext field value")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<ExtValue, E> {
+                Ok(ExtValue(Some(v.to_owned())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<ExtValue, E> {
+                Ok(ExtValue(Some(v)))
+            }
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<ExtValue, E> {
+                Ok(ExtValue(Some(v.to_string())))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<ExtValue, E> {
+                Ok(ExtValue(Some(v.to_string())))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<ExtValue, E> {
+                Ok(ExtValue(Some(v.to_string())))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<ExtValue, E> {
+                Ok(ExtValue(Some(v.to_string())))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<ExtValue, E> {
+                Ok(ExtValue(None))
+            }
+            fn visit_none<E: de::Error>(self) -> Result<ExtValue, E> {
+                Ok(ExtValue(None))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<ExtValue, A::Error> {
+                let nested =
+                    serde_json::Value::deserialize(de::value::MapAccessDeserializer::new(map))?;
+                Ok(ExtValue(Some(nested.to_string())))
+            }
+            fn visit_seq<A: de::SeqAccess<'de>>(self, seq: A) -> Result<ExtValue, A::Error> {
+                let nested =
+                    serde_json::Value::deserialize(de::value::SeqAccessDeserializer::new(seq))?;
+                Ok(ExtValue(Some(nested.to_string())))
+            }
+        }
+        deserializer.deserialize_any(ValueVisitor)
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -301,7 +349,7 @@ fn read_string(
         .map_err(|_| HeaderError::Binary("string is not UTF-8"))
 }
 
-fn encode_binary(cmd: &RemotingCommand, out: &mut Vec<u8>) {
+fn encode_binary<B: BufMut>(cmd: &RemotingCommand, out: &mut B) {
     // Java writes code and version as 16 bits; no real value is larger.
     out.put_i16(cmd.code as i16);
     out.put_u8(cmd.language.code());
@@ -315,22 +363,21 @@ fn encode_binary(cmd: &RemotingCommand, out: &mut Vec<u8>) {
         }
         None => out.put_i32(0),
     }
-    let ext_len_at = out.len();
-    out.put_i32(0);
-    if let Some(fields) = &cmd.ext_fields {
-        for (key, value) in fields.iter() {
-            // Keys longer than i16::MAX cannot be represented; Java would corrupt them. Skip.
-            let Ok(key_len) = i16::try_from(key.len()) else {
-                continue;
-            };
-            out.put_i16(key_len);
-            out.put_slice(key.as_bytes());
-            out.put_i32(len_i32(value.len()));
-            out.put_slice(value.as_bytes());
-        }
+    // Keys longer than i16::MAX cannot be represented; Java would corrupt them. They are skipped.
+    let entries = || {
+        cmd.ext_fields
+            .iter()
+            .flat_map(ExtFields::iter)
+            .filter_map(|(k, v)| i16::try_from(k.len()).ok().map(|kl| (kl, k, v)))
+    };
+    let ext_len: usize = entries().map(|(_, k, v)| 2 + k.len() + 4 + v.len()).sum();
+    out.put_i32(len_i32(ext_len));
+    for (key_len, key, value) in entries() {
+        out.put_i16(key_len);
+        out.put_slice(key.as_bytes());
+        out.put_i32(len_i32(value.len()));
+        out.put_slice(value.as_bytes());
     }
-    let ext_len = len_i32(out.len() - ext_len_at - 4);
-    out[ext_len_at..ext_len_at + 4].copy_from_slice(&ext_len.to_be_bytes());
 }
 
 /// Lengths of our own strings; frames are capped far below 2 GiB.
