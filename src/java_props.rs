@@ -268,6 +268,11 @@ pub fn config_to_properties(config: &Config, bound: SocketAddr) -> BTreeMap<Stri
     }
     out.insert("bindAddress".into(), config.server.listen.ip().to_string());
     out.insert("listenPort".into(), bound.port().to_string());
+    // 0 means "one per CPU": show the number actually running, as Java shows its 8.
+    out.insert(
+        "serverWorkerThreads".into(),
+        config.worker_count().to_string(),
+    );
     if let Some(home) = std::env::var_os("ROCKETMQ_HOME") {
         out.insert("rocketmqHome".into(), home.to_string_lossy().into_owned());
     }

@@ -168,6 +168,11 @@ async fn master_and_slave() {
         )
         .await
         .unwrap();
+    // Java's handler never resets the default remark of a new response.
+    assert_eq!(
+        (resp.code, resp.remark.as_deref()),
+        (0, Some("not set any response code"))
+    );
     assert_eq!(
         body_text(&resp),
         r#"{"brokerMemberGroup":{"brokerAddrs":{0:"127.0.0.1:10911",1:"127.0.0.1:10921"},"brokerName":"broker-a","cluster":"DefaultCluster"}}"#

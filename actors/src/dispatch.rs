@@ -12,7 +12,7 @@ use rmq_protocol::headers::{
     GetKvListByNamespaceHeader, GetRouteInfoHeader, GetTopicsByClusterHeader, HeaderFieldError,
     PutKvConfigHeader, QueryDataVersionHeader, RegisterBrokerHeader, RegisterTopicHeader,
 };
-use rmq_protocol::{RemotingCommand, RequestCode};
+use rmq_protocol::{ExtFields, RemotingCommand, RequestCode};
 
 use crate::kv::{DeleteKvConfig, GetKvConfig, GetKvList, PutKvConfig};
 use crate::messages::*;
@@ -202,7 +202,8 @@ fn register_broker(
     if h.body_crc32 != 0 {
         let crc = (crc32fast::hash(cmd.body_bytes()) & 0x7FFF_FFFF) as i32;
         if crc != h.body_crc32 {
-            return Err(system_error("crc32 not match"));
+            // Java builds this answer from the response-header class: an empty extFields object.
+            return Err(system_error("crc32 not match").with_ext_fields(ExtFields::new()));
         }
     }
     if cmd.version < 0 {

@@ -93,11 +93,15 @@ pub struct GetClusterInfo;
 
 /// GET_BROKER_MEMBER_GROUP.
 #[derive(Debug, Message)]
-#[rtype(result = "Body")]
+#[rtype(result = "MemberGroupBody")]
 pub struct GetBrokerMemberGroup {
     pub cluster: String,
     pub name: String,
 }
+
+/// The GET_BROKER_MEMBER_GROUP body.
+#[derive(Debug, Clone)]
+pub struct MemberGroupBody(pub Bytes);
 
 /// A SUCCESS response body.
 #[derive(Debug, Clone)]

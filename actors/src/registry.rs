@@ -232,7 +232,10 @@ impl Handler<GetBrokerMemberGroup> for RouteRegistry {
         let body = GetBrokerMemberGroupResponseBody {
             broker_member_group: self.tables.member_group(&msg.cluster, &msg.name),
         };
-        MessageResult(Body(Bytes::from(to_json(&body, JsonStyle::Legacy))))
+        MessageResult(MemberGroupBody(Bytes::from(to_json(
+            &body,
+            JsonStyle::Legacy,
+        ))))
     }
 }
 

@@ -7,8 +7,8 @@ use rmq_protocol::headers::{CommandHeader, RegisterBrokerResponseHeader};
 use rmq_protocol::{ExtFields, RemotingCommand, ResponseCode};
 
 use crate::messages::{
-    AddTopicCount, Body, ConfigUpdateError, DataVersionReply, Disabled, RegisterBrokerReply,
-    RouteBody, RouteError, WipeTopicCount,
+    AddTopicCount, Body, ConfigUpdateError, DataVersionReply, Disabled, MemberGroupBody,
+    RegisterBrokerReply, RouteBody, RouteError, WipeTopicCount,
 };
 use crate::route::RegisterOutcome;
 
@@ -50,6 +50,18 @@ impl IntoResponse for () {
 impl IntoResponse for Body {
     fn into_response(self) -> RemotingCommand {
         RemotingCommand::success().with_body(self.0)
+    }
+}
+
+/// Java's GET_BROKER_MEMBER_GROUP handler sets only the code, so its SUCCESS keeps the default
+/// remark of a new response.
+impl IntoResponse for MemberGroupBody {
+    fn into_response(self) -> RemotingCommand {
+        RemotingCommand::response(
+            rmq_protocol::ResponseCode::SUCCESS,
+            Some("not set any response code".to_owned()),
+        )
+        .with_body(self.0)
     }
 }
 
@@ -106,7 +118,8 @@ impl IntoResponse for RegisterBrokerReply {
     fn into_response(self) -> RemotingCommand {
         let header = match self.outcome {
             RegisterOutcome::SingleTopicFirstRegistration => {
-                return system_error("register broker failed")
+                // With the response-header class's empty extFields, as Java sends it.
+                return system_error("register broker failed").with_ext_fields(ExtFields::new());
             }
             RegisterOutcome::StaleStateVersion => RegisterBrokerResponseHeader::default(),
             RegisterOutcome::Registered {
