@@ -33,6 +33,7 @@
 //! }
 //! ```
 
+pub mod admin;
 pub mod client;
 pub mod cluster_test;
 pub mod config;

@@ -1,19 +1,26 @@
 //! The rmq-namesrv daemon: flags -> configuration -> logging -> actix System -> NameServer.
+//! `rmq-namesrv admin ...` is the mqadmin-style client instead (see `rmq_namesrv::admin`).
 
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{Parser, Subcommand};
+use rmq_namesrv::admin::AdminArgs;
 use rmq_namesrv::config::{Config, Overrides};
 use rmq_namesrv::NameServer;
 use tracing::{error, info};
 
 /// An Apache RocketMQ NameServer (a drop-in for mqnamesrv).
+///
+/// Without a command it runs the NameServer with the options below; `rmq-namesrv admin` talks to
+/// running NameServers instead.
 #[derive(Debug, Parser)]
-#[command(name = "rmq-namesrv", version)]
+#[command(name = "rmq-namesrv", version, args_conflicts_with_subcommands = true)]
 struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
     /// Configuration file (TOML, see config.toml).
     #[arg(short = 'c', long = "config", value_name = "PATH")]
     config: Option<PathBuf>,
@@ -34,8 +41,16 @@ struct Cli {
     print_config: bool,
 }
 
+#[derive(Debug, Subcommand)]
+enum Command {
+    Admin(AdminArgs),
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Some(Command::Admin(args)) = cli.command {
+        return admin(args);
+    }
     let overrides = Overrides {
         listen: cli.listen,
         kv_path: cli.kv_config_path.clone(),
@@ -69,6 +84,20 @@ fn main() -> ExitCode {
         Err(err) => {
             error!(error = %err, "name server failed");
             eprintln!("rmq-namesrv: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The admin client: a single-threaded tokio runtime, no logging; the report goes to stdout/stderr.
+fn admin(args: AdminArgs) -> ExitCode {
+    match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime.block_on(rmq_namesrv::admin::run(args)),
+        Err(err) => {
+            eprintln!("rmq-namesrv admin: cannot start a runtime: {err}");
             ExitCode::FAILURE
         }
     }
