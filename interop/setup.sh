@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
-# Idempotent installer for the Java side of the interop suite.
+# Idempotent installer of the interop suite (the one entry point CI calls).
 #
-#   interop/setup.sh            # resolve pinned RocketMQ jars, compile the Java peers
+#   interop/setup.sh            # resolve pinned RocketMQ jars, compile the Java peers, then
+#                               # build the Go peer and the C++ peer's venv (setup_go_cpp.sh)
 #
-# Needs: JDK 17 (java, javac), Maven 3.8+, network access to Maven Central through mvn.
+# Needs: JDK 17 (java, javac), Maven 3.8+, network access to Maven Central through mvn;
+# for setup_go_cpp.sh also Go >= 1.22 and python3 with venv (Linux x86_64), reaching the Go
+# module proxy and PyPI.
 # Everything downloaded or built goes under interop/.cache/ (git-ignored):
 #   .cache/m2/                      Maven local repository (cache this folder in CI)
 #   .cache/lib/<role>-<version>/    jars with all runtime dependencies (role: server|client)
 #   .cache/classes/client-<ver>/    our peers (java/client, plus java/admin for 5.x) compiled
+#   .cache/go/{bin,mod,build}/      Go peer rmq-go-peer, Go module and build caches
+#   .cache/cpp-venv/                venv with PyPI rocketmq==0.4.4 (rocketmq-client-cpp)
 # A warm cache makes this a no-op apart from a few file checks (Maven runs offline then).
 set -euo pipefail
 
@@ -79,5 +84,9 @@ resolve client "$RMQ4_CLIENT"
 # java/admin: DefaultMQAdminExt front end (5.x tools only).
 compile "$RMQ5_CLIENT" java/client java/admin
 compile "$RMQ4_CLIENT" java/client
+
+# Go peer (go/) and C++ peer (cpp/peer.py); idempotent as well, under .cache/go and
+# .cache/cpp-venv.
+"$HERE/setup_go_cpp.sh"
 
 log "done"

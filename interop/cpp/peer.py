@@ -48,7 +48,7 @@ def ensure_binding():
             and not os.environ.get("RMQ_CPP_PEER_REEXEC"):
         os.environ["RMQ_CPP_PEER_REEXEC"] = "1"
         os.execv(VENV_PY, [VENV_PY, os.path.abspath(__file__)] + sys.argv[1:])
-    sys.stderr.write("the 'rocketmq' package is not installed; run interop/setup_go_cpp.sh\n")
+    sys.stderr.write("the 'rocketmq' package is not installed; run interop/setup.sh (it runs setup_go_cpp.sh)\n")
     sys.exit(2)
 
 
