@@ -18,20 +18,33 @@
 //!
 //! # Embedding
 //!
-//! Start a NameServer from inside an actix System and talk to it:
+//! Start a NameServer from inside an actix System, talk to its route registry with typed
+//! messages, and stop it gracefully:
 //!
 //! ```no_run
+//! use rmq_namesrv::actors::messages::{GetRouteStats, QueryRoute};
 //! use rmq_namesrv::{config::Config, NameServer};
 //!
 //! #[actix::main]
-//! async fn main() {
+//! async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //!     let mut config = Config::default();
-//!     config.server.listen = "127.0.0.1:9876".parse().unwrap();
-//!     let server = NameServer::new(config).bind().await.expect("listening");
+//!     config.server.listen = "127.0.0.1:9876".parse()?;
+//!     let server = NameServer::new(config).bind().await?;
 //!     println!("name server on {}", server.local_addr());
+//!
+//!     // Brokers register over TCP; the application reads the tables without a socket.
+//!     let route = server.routes().send(QueryRoute { topic: "TopicTest".into() }).await?;
+//!     let stats = server.routes().send(GetRouteStats).await?;
+//!     println!("route: {route:?}, {} topics", stats.topics);
+//!
+//!     // Stops accepting, closes connections, flushes the KV store.
 //!     server.stop().await;
+//!     Ok(())
 //! }
 //! ```
+//!
+//! [`NameServer::start`] takes an already bound listener instead (tests bind `127.0.0.1:0`).
+//! The actors run under supervisors; see the README for what survives a restart.
 
 pub mod admin;
 pub mod client;
