@@ -650,3 +650,44 @@ async fn cluster_test_mode_asks_the_product_environment() {
     test_env.stop().await;
     product.stop().await;
 }
+
+#[actix::test]
+async fn failed_kv_write_is_reported_kept_and_retried() {
+    let mut config = test_config();
+    let dir = config.kv.path.parent().unwrap().to_owned();
+    std::fs::create_dir_all(&dir).unwrap();
+    let blocker = dir.join("blocked");
+    config.kv.path = blocker.join("kvConfig.json");
+    let kv_path = config.kv.path.clone();
+    let server = start_server(config);
+    let mut conn = connect(&server).await;
+    // The KV file's directory becomes a plain file: every save fails until it is removed.
+    std::fs::write(&blocker, b"not a directory").unwrap();
+
+    let resp = conn.request(put_kv("ns", "first", "1")).await.unwrap();
+    assert_eq!(resp.code, 1);
+    let remark = resp.remark.unwrap();
+    assert!(
+        remark.contains("applied but could not be saved"),
+        "{remark}"
+    );
+    // Not lost: the change is served from memory.
+    assert_eq!(
+        conn.request(get_kv("ns", "first"))
+            .await
+            .unwrap()
+            .ext("value"),
+        Some("1")
+    );
+
+    // Once the disk problem is gone, the next change saves everything, the earlier one included.
+    std::fs::remove_file(&blocker).unwrap();
+    let resp = conn.request(put_kv("ns", "second", "2")).await.unwrap();
+    assert_eq!((resp.code, resp.remark.as_deref()), (0, None));
+    let saved = std::fs::read_to_string(&kv_path).unwrap();
+    assert_eq!(
+        saved,
+        r#"{"configTable":{"ns":{"first":"1","second":"2"}}}"#
+    );
+    server.stop().await;
+}
