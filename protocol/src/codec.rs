@@ -107,18 +107,9 @@ pub fn decode_frame(mut frame: Bytes) -> Result<RemotingCommand, FrameError> {
         });
     }
     let header_bytes = frame.split_to(header_len);
-    let fields = header::decode(serialize_type, &header_bytes)?;
-    Ok(RemotingCommand {
-        code: fields.code,
-        language: fields.language,
-        version: fields.version,
-        opaque: fields.opaque,
-        flag: fields.flag,
-        remark: fields.remark,
-        ext_fields: fields.ext_fields,
-        serialize_type,
-        body: (!frame.is_empty()).then_some(frame),
-    })
+    let mut cmd = header::decode(serialize_type, &header_bytes)?;
+    cmd.body = (!frame.is_empty()).then_some(frame);
+    Ok(cmd)
 }
 
 /// Writes a frame's length field, header-length word and header into `dst`, for a body of

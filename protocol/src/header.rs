@@ -24,20 +24,8 @@ pub enum HeaderError {
     BinaryLength { declared: usize, used: usize },
 }
 
-/// Header fields of a command, without the body.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct HeaderFields {
-    pub code: i32,
-    pub language: LanguageCode,
-    pub version: i32,
-    pub opaque: i32,
-    pub flag: i32,
-    pub remark: Option<String>,
-    pub ext_fields: Option<ExtFields>,
-}
-
-/// Decodes a header of the given serialize type.
-pub fn decode(serialize_type: SerializeType, bytes: &[u8]) -> Result<HeaderFields, HeaderError> {
+/// Decodes a header of the given serialize type into a command without a body.
+pub fn decode(serialize_type: SerializeType, bytes: &[u8]) -> Result<RemotingCommand, HeaderError> {
     match serialize_type {
         SerializeType::Json => decode_json(bytes),
         SerializeType::RocketMq => decode_binary(bytes),
@@ -78,13 +66,13 @@ struct JsonHeaderIn {
     ext_fields: Option<ExtFields>,
 }
 
-fn decode_json(bytes: &[u8]) -> Result<HeaderFields, HeaderError> {
+fn decode_json(bytes: &[u8]) -> Result<RemotingCommand, HeaderError> {
     // serde would also read a struct from an array; a header must be an object.
     if bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
         return Err(HeaderError::NotAnObject);
     }
     let h: JsonHeaderIn = serde_json::from_slice(bytes)?;
-    Ok(HeaderFields {
+    Ok(RemotingCommand {
         code: h.code,
         language: h.language,
         version: h.version,
@@ -92,6 +80,8 @@ fn decode_json(bytes: &[u8]) -> Result<HeaderFields, HeaderError> {
         flag: h.flag,
         remark: h.remark,
         ext_fields: h.ext_fields,
+        serialize_type: SerializeType::Json,
+        body: None,
     })
 }
 
@@ -268,7 +258,7 @@ impl<'de> Deserialize<'de> for ExtValue {
 /// ext length 4.
 pub const BINARY_FIXED_LEN: usize = 21;
 
-fn decode_binary(bytes: &[u8]) -> Result<HeaderFields, HeaderError> {
+fn decode_binary(bytes: &[u8]) -> Result<RemotingCommand, HeaderError> {
     let declared = bytes.len();
     let mut buf = bytes;
     if buf.remaining() < BINARY_FIXED_LEN - 4 {
@@ -310,7 +300,7 @@ fn decode_binary(bytes: &[u8]) -> Result<HeaderFields, HeaderError> {
             used: declared - buf.remaining(),
         });
     }
-    Ok(HeaderFields {
+    Ok(RemotingCommand {
         code,
         language,
         version,
@@ -318,6 +308,8 @@ fn decode_binary(bytes: &[u8]) -> Result<HeaderFields, HeaderError> {
         flag,
         remark,
         ext_fields,
+        serialize_type: SerializeType::RocketMq,
+        body: None,
     })
 }
 
@@ -389,7 +381,7 @@ fn len_i32(len: usize) -> i32 {
 mod tests {
     use super::*;
 
-    fn decode_str(s: &str) -> HeaderFields {
+    fn decode_str(s: &str) -> RemotingCommand {
         decode_json(s.as_bytes()).unwrap()
     }
 
