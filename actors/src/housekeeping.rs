@@ -39,22 +39,28 @@ impl Housekeeping {
         }
     }
 
+    /// The periodic tick: a scan at the current time.
     fn scan(&mut self, ctx: &mut Context<Self>) {
-        if self.stopping {
-            return;
+        if !self.stopping {
+            ctx.spawn(self.scan_at(Instant::now()).map(|_, _, _| ()));
         }
+    }
+
+    /// Asks the registry to drop the brokers expired at `now` and closes their connections.
+    fn scan_at(&mut self, now: Instant) -> impl ActorFuture<Self, Output = Vec<ExpiredBroker>> {
         self.routes
-            .send(ScanInactive {
-                now: Instant::now(),
-            })
+            .send(ScanInactive { now })
             .into_actor(self)
             .map(|result, act, _| match result {
-                Ok(expired) => act.close_expired(&expired),
+                Ok(expired) => {
+                    act.close_expired(&expired);
+                    expired
+                }
                 Err(err) => {
-                    warn!(error = %err, "expiry scan not delivered; route registry unavailable")
+                    warn!(error = %err, "expiry scan not delivered; route registry unavailable");
+                    Vec::new()
                 }
             })
-            .spawn(ctx);
     }
 
     fn close_expired(&mut self, expired: &[ExpiredBroker]) {
@@ -118,16 +124,7 @@ impl Handler<RunScan> for Housekeeping {
     type Result = ResponseActFuture<Self, Vec<ExpiredBroker>>;
 
     fn handle(&mut self, msg: RunScan, _: &mut Context<Self>) -> Self::Result {
-        Box::pin(
-            self.routes
-                .send(ScanInactive { now: msg.now })
-                .into_actor(self)
-                .map(|result, act, _| {
-                    let expired = result.unwrap_or_default();
-                    act.close_expired(&expired);
-                    expired
-                }),
-        )
+        Box::pin(self.scan_at(msg.now))
     }
 }
 
