@@ -413,3 +413,37 @@ async fn graceful_stop_closes_connections() {
         "no longer listening"
     );
 }
+
+#[actix::test]
+async fn idle_connections_are_closed_and_the_connection_cap_holds() {
+    let mut config = test_config();
+    config.server.idle_timeout = Duration::from_millis(300);
+    config.server.max_connections = 2;
+    let server = start_server(config);
+    let mut a = connect(&server).await;
+    let mut b = connect(&server).await;
+    assert_eq!(a.request(route_request("x")).await.unwrap().code, 17);
+    assert_eq!(b.request(route_request("x")).await.unwrap().code, 17);
+
+    // A third connection is refused while two are open.
+    let mut refused = connect(&server).await;
+    assert!(
+        refused.request(route_request("x")).await.is_err(),
+        "over the connection cap"
+    );
+
+    // A connection with no traffic for the idle timeout is closed by the server.
+    assert!(
+        eventually(Duration::from_secs(3), || async {
+            server.open_connections().await == 0
+        })
+        .await,
+        "idle connections closed"
+    );
+    assert!(a.request(route_request("x")).await.is_err());
+    // Slots are free again.
+    let mut c = connect(&server).await;
+    assert_eq!(c.request(route_request("x")).await.unwrap().code, 17);
+    drop(b);
+    server.stop().await;
+}
