@@ -6,11 +6,13 @@ use std::io::IoSlice;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::rc::Rc;
+use std::sync::Arc;
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
-use rmq_protocol::{FrameError, LanguageCode, RemotingCodec, RemotingCommand};
+use rmq_protocol::body::TopicConfigWrapper;
+use rmq_protocol::{FrameError, LanguageCode, RemotingCodec, RemotingCommand, RequestCode};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::codec::FramedRead;
 use tracing::{debug, info, info_span, warn, Span};
@@ -118,19 +120,66 @@ impl Connection {
             oneway: cmd.is_oneway(),
             serialize_type: cmd.serialize_type,
         };
-        let request = match dispatch(&cmd, self.id, &self.settings) {
+        drop(_entered);
+        if cmd.request_code() == RequestCode::REGISTER_BROKER
+            && cmd.body_bytes().len() >= OFFLOAD_BODY_BYTES
+        {
+            // Inflating and parsing a large registration takes milliseconds: do it on the blocking
+            // pool so the other connections of this worker are not held up meanwhile.
+            let (conn, settings) = (self.id, ConnectionSettings::clone(&self.settings));
+            let decode = tokio::task::spawn_blocking(move || dispatch(&cmd, conn, &settings));
+            self.in_flight += 1;
+            let fut = decode.into_actor(self).map(move |decoded, act, ctx| {
+                act.in_flight -= 1;
+                match decoded {
+                    Ok(decoded) => act.dispatched(decoded, reply_to, ctx),
+                    Err(err) => act.reply(
+                        reply_to,
+                        system_error(format!("decoding failed: {err}")),
+                        ctx,
+                    ),
+                }
+            });
+            self.spawn_or_wait(fut, ctx);
+            return;
+        }
+        let decoded = dispatch(&cmd, self.id, &self.settings);
+        self.dispatched(decoded, reply_to, ctx);
+    }
+
+    /// Sends a decoded request to the actor that answers it, or answers a request that could
+    /// not be decoded.
+    fn dispatched(
+        &mut self,
+        decoded: Result<Request, RemotingCommand>,
+        reply_to: ReplyTo,
+        ctx: &mut Context<Self>,
+    ) {
+        let request = match decoded {
             Ok(request) => request,
             Err(response) => {
-                debug!(code = cmd.code, remark = ?response.remark, "answered without dispatch");
-                drop(_entered);
+                debug!(parent: &self.span, remark = ?response.remark, "answered without dispatch");
                 self.reply(reply_to, response, ctx);
                 return;
             }
         };
-        drop(_entered);
         let p = &self.peers;
         match request {
-            Request::RegisterBroker(m) => self.forward(p.routes.send(m), reply_to, ctx),
+            Request::RegisterBroker(m) => {
+                // The registry drops its reference before answering; ours is then the last, and
+                // a large table is freed off the event loop.
+                let topics = Arc::clone(&m.registration.topics.wrapper);
+                let reply = p.routes.send(m);
+                self.forward(
+                    async move {
+                        let result = reply.await;
+                        release(topics);
+                        result
+                    },
+                    reply_to,
+                    ctx,
+                )
+            }
             Request::UnregisterBroker(m) => self.forward(p.routes.send(m), reply_to, ctx),
             Request::BrokerHeartbeat(m) => self.forward(p.routes.send(m), reply_to, ctx),
             Request::QueryDataVersion(m) => self.forward(p.routes.send(m), reply_to, ctx),
@@ -177,6 +226,16 @@ impl Connection {
             };
             act.reply(reply_to, response, ctx);
         });
+        self.spawn_or_wait(fut, ctx);
+    }
+
+    /// Runs a request's future; beyond `max_in_flight` outstanding ones, reading pauses until it
+    /// is done.
+    fn spawn_or_wait(
+        &mut self,
+        fut: impl ActorFuture<Self, Output = ()> + 'static,
+        ctx: &mut Context<Self>,
+    ) {
         if self.in_flight >= self.settings.max_in_flight {
             ctx.wait(fut);
         } else {
@@ -216,6 +275,16 @@ impl Connection {
             info!(parent: &self.span, idle = ?idle_timeout, "closing idle connection");
             ctx.stop();
         }
+    }
+}
+
+/// Registration bodies of at least this size are decoded on the blocking pool.
+const OFFLOAD_BODY_BYTES: usize = 64 * 1024;
+
+/// Drops a registration's topic table; a large one on the blocking pool.
+fn release(topics: Arc<TopicConfigWrapper>) {
+    if topics.topic_config_table.len() >= 1024 {
+        drop(tokio::task::spawn_blocking(move || drop(topics)));
     }
 }
 

@@ -17,7 +17,7 @@ use rmq_protocol::{ExtFields, RemotingCommand, RequestCode};
 use crate::kv::{DeleteKvConfig, GetKvConfig, GetKvList, PutKvConfig};
 use crate::messages::*;
 use crate::response::{not_supported, system_error};
-use crate::route::{BrokerInstance, ConnId, Registration, Unregistration};
+use crate::route::{BrokerInstance, ConnId, Registration, TopicTable, Unregistration};
 use crate::settings::ConnectionSettings;
 
 /// A decoded request, addressed to the actor that answers it.
@@ -229,7 +229,7 @@ fn register_broker(
                 .heartbeat_timeout_millis
                 .map(|ms| Duration::from_millis(u64::try_from(ms).unwrap_or(0))),
             enable_acting_master: h.enable_acting_master,
-            topics: body.topic_config_wrapper,
+            topics: TopicTable::new(body.topic_config_wrapper),
             filter_servers,
             conn,
         },
@@ -282,7 +282,7 @@ mod tests {
             &settings,
         ) {
             Ok(Request::RegisterBroker(m)) => {
-                assert_eq!(m.registration.topics.topic_config_table.len(), 2);
+                assert_eq!(m.registration.topics.wrapper.topic_config_table.len(), 2);
                 assert_eq!(m.registration.heartbeat_timeout, Some(Duration::ZERO));
                 assert_eq!(m.registration.filter_servers, Some(Vec::new()));
             }

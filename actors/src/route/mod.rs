@@ -11,5 +11,6 @@ pub use ids::{
 };
 pub use tables::{
     BrokerGroup, ExpiredBroker, LiveBroker, Queues, RegisterOutcome, Registration, RouteOptions,
-    RouteTables, Unregistration, DEFAULT_BROKER_EXPIRY, SYNC_BROKER_MEMBER_GROUP_PREFIX,
+    RouteTables, TopicTable, Unregistration, DEFAULT_BROKER_EXPIRY,
+    SYNC_BROKER_MEMBER_GROUP_PREFIX,
 };

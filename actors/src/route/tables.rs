@@ -2,6 +2,8 @@
 //! (spec §5, Java `RouteInfoManager`). Pure: no actix, no I/O; time is passed in.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -31,6 +33,31 @@ pub struct RouteOptions {
     pub support_acting_master: bool,
 }
 
+/// A registration's topic table: shared, so the registry never has to free a large one on its
+/// own thread (the connection that decoded it drops the last reference), and fingerprinted, so a
+/// re-registration of the same topic set is recognised without walking it.
+#[derive(Debug, Clone)]
+pub struct TopicTable {
+    pub wrapper: Arc<TopicConfigWrapper>,
+    /// A hash of the topic names.
+    pub fingerprint: u64,
+}
+
+impl TopicTable {
+    /// Fingerprints `wrapper` (the caller does this off the registry, where the body was decoded).
+    pub fn new(wrapper: TopicConfigWrapper) -> Self {
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        wrapper.topic_config_table.len().hash(&mut hasher);
+        for name in wrapper.topic_config_table.keys() {
+            name.hash(&mut hasher);
+        }
+        Self {
+            fingerprint: hasher.finish(),
+            wrapper: Arc::new(wrapper),
+        }
+    }
+}
+
 /// One REGISTER_BROKER, decoded.
 #[derive(Debug, Clone)]
 pub struct Registration {
@@ -44,7 +71,7 @@ pub struct Registration {
     pub heartbeat_timeout: Option<Duration>,
     /// `None` marks an old-version (4.x) broker.
     pub enable_acting_master: Option<bool>,
-    pub topics: TopicConfigWrapper,
+    pub topics: TopicTable,
     /// `None` leaves the broker's filter servers unchanged; empty removes them.
     pub filter_servers: Option<Vec<String>>,
     /// The connection the registration arrived on; closing it unregisters the broker.
@@ -121,6 +148,9 @@ pub struct LiveBroker {
     pub data_version: DataVersion,
     pub conn: ConnId,
     pub ha_server_addr: Option<String>,
+    /// The topic set this instance last put into the route tables as master or prime slave
+    /// (its fingerprint) and the table's removal count at that moment.
+    applied: Option<(u64, u64)>,
 }
 
 impl LiveBroker {
@@ -174,6 +204,9 @@ pub struct RouteTables {
     cache_limit: usize,
     /// Expiry of brokers that registered no timeout of their own.
     default_expiry: Duration,
+    /// Counts every removal of a QueueData: a re-registration may skip re-checking its topics
+    /// only if nothing was removed since it last applied them.
+    queue_removals: u64,
 }
 
 impl Default for RouteTables {
@@ -196,6 +229,7 @@ impl RouteTables {
             cached_bytes: 0,
             cache_limit,
             default_expiry: DEFAULT_BROKER_EXPIRY,
+            queue_removals: 0,
         }
     }
 
@@ -276,7 +310,7 @@ impl RouteTables {
                 addr: old_addr.clone(),
             };
             if let Some(old_live) = self.live.get(&old_instance) {
-                let incoming = reg.topics.data_version.state_version;
+                let incoming = reg.topics.wrapper.data_version.state_version;
                 if old_live.data_version.state_version > incoming {
                     warn!(
                         broker = %name, id = reg.id, old_addr = %old_addr, new_addr = %reg.addr,
@@ -294,7 +328,7 @@ impl RouteTables {
         }
 
         // 7. A one-topic registration must not be a broker id's first.
-        if !group.addrs.contains_key(&reg.id) && reg.topics.topic_config_table.len() == 1 {
+        if !group.addrs.contains_key(&reg.id) && reg.topics.wrapper.topic_config_table.len() == 1 {
             warn!(broker = %name, id = reg.id, addr = %reg.addr, "single-topic registration of an unregistered broker refused");
             if group_changed {
                 self.invalidate_broker_topics(&name);
@@ -313,49 +347,28 @@ impl RouteTables {
         let wipe_write = is_prime_slave && group.enable_acting_master;
 
         // 10. Topics.
+        let mut applied = None;
         if is_master || is_prime_slave {
+            let previous = self.live.get(&instance);
             let broker_changed =
-                self.live.get(&instance).map(|l| l.data_version) != Some(reg.topics.data_version);
-            let table = &reg.topics.topic_config_table;
-            if self.options.delete_topic_with_broker_registration
-                && reg.topics.topic_queue_mapping_info_map.is_empty()
-            {
-                self.remove_omitted_topics(&name, |topic| table.contains_key(topic));
+                previous.map(|l| l.data_version) != Some(reg.topics.wrapper.data_version);
+            // The same instance re-registering the same topic set under the same data version,
+            // with no QueueData removed since it last applied them, would change nothing: every
+            // topic already has its QueueData. Skip the walk (10,000 topics per broker at scale).
+            let unchanged = !register_first
+                && !broker_changed
+                && !self.options.delete_topic_with_broker_registration
+                && previous.and_then(|l| l.applied)
+                    == Some((reg.topics.fingerprint, self.queue_removals));
+            if !unchanged {
+                self.apply_topics(
+                    &reg.topics.wrapper,
+                    &name,
+                    register_first || broker_changed,
+                    wipe_write,
+                );
             }
-            for (key, config) in table {
-                let topic = if config.topic_name.is_empty() {
-                    key.as_str()
-                } else {
-                    config.topic_name.as_str()
-                };
-                let has_queues = self
-                    .topics
-                    .get(topic)
-                    .is_some_and(|t| t.queues.contains_key(&name));
-                if register_first || broker_changed || !has_queues {
-                    let mut perm = config.perm;
-                    if wipe_write {
-                        perm &= !perm::WRITE;
-                    }
-                    let queues = Queues {
-                        read: config.read_queue_nums,
-                        write: config.write_queue_nums,
-                        perm,
-                        sys_flag: config.topic_sys_flag,
-                    };
-                    self.upsert_queues(topic, &name, queues);
-                }
-            }
-            if broker_changed || register_first {
-                for (topic, mapping) in &reg.topics.topic_queue_mapping_info_map {
-                    let bname = mapping.bname.clone().unwrap_or_default();
-                    self.mappings
-                        .entry(TopicName::new(topic))
-                        .or_default()
-                        .insert(bname, mapping.clone());
-                    self.invalidate_topic(topic);
-                }
-            }
+            applied = Some((reg.topics.fingerprint, self.queue_removals));
         }
         if group_changed {
             self.invalidate_broker_topics(&name);
@@ -367,9 +380,10 @@ impl RouteTables {
             LiveBroker {
                 last_update: now,
                 timeout: reg.heartbeat_timeout.unwrap_or(self.default_expiry),
-                data_version: reg.topics.data_version,
+                data_version: reg.topics.wrapper.data_version,
                 conn: reg.conn,
                 ha_server_addr: reg.ha_server_addr.clone(),
+                applied,
             },
         );
         if previous.is_none() {
@@ -397,6 +411,58 @@ impl RouteTables {
         RegisterOutcome::Registered {
             ha_server_addr,
             master_addr,
+        }
+    }
+
+    /// §5.2 step 10 for a master or prime slave: puts the incoming topics into the tables (all of
+    /// them when `changed`, else only those missing for this group), removes omitted ones if
+    /// configured, and records static-topic mappings.
+    fn apply_topics(
+        &mut self,
+        wrapper: &TopicConfigWrapper,
+        name: &BrokerName,
+        changed: bool,
+        wipe_write: bool,
+    ) {
+        let table = &wrapper.topic_config_table;
+        if self.options.delete_topic_with_broker_registration
+            && wrapper.topic_queue_mapping_info_map.is_empty()
+        {
+            self.remove_omitted_topics(name, |topic| table.contains_key(topic));
+        }
+        for (key, config) in table {
+            let topic = if config.topic_name.is_empty() {
+                key.as_str()
+            } else {
+                config.topic_name.as_str()
+            };
+            let has_queues = self
+                .topics
+                .get(topic)
+                .is_some_and(|t| t.queues.contains_key(name));
+            if changed || !has_queues {
+                let mut perm = config.perm;
+                if wipe_write {
+                    perm &= !perm::WRITE;
+                }
+                let queues = Queues {
+                    read: config.read_queue_nums,
+                    write: config.write_queue_nums,
+                    perm,
+                    sys_flag: config.topic_sys_flag,
+                };
+                self.upsert_queues(topic, name, queues);
+            }
+        }
+        if changed {
+            for (topic, mapping) in &wrapper.topic_queue_mapping_info_map {
+                let bname = mapping.bname.clone().unwrap_or_default();
+                self.mappings
+                    .entry(TopicName::new(topic))
+                    .or_default()
+                    .insert(bname, mapping.clone());
+                self.invalidate_topic(topic);
+            }
         }
     }
 
@@ -448,10 +514,12 @@ impl RouteTables {
     /// Removes `name` from every topic `keep` rejects; drops topics left empty.
     fn remove_omitted_topics(&mut self, name: &BrokerName, keep: impl Fn(&str) -> bool) {
         let cached_bytes = &mut self.cached_bytes;
+        let removals = &mut self.queue_removals;
         self.topics.retain(|topic, entry| {
             if keep(topic.as_str()) || entry.queues.remove(name).is_none() {
                 return true;
             }
+            *removals += 1;
             info!(topic = %topic, broker = %name, "topic omitted by its broker's registration, removed");
             Self::drop_encoded(entry, cached_bytes);
             !entry.queues.is_empty()
@@ -654,10 +722,14 @@ impl RouteTables {
             })
             .collect();
         let cached_bytes = &mut self.cached_bytes;
+        let removals = &mut self.queue_removals;
         self.topics.retain(|topic, entry| {
             let mut touched = false;
             for name in &removed {
-                touched |= entry.queues.remove(name).is_some();
+                if entry.queues.remove(name).is_some() {
+                    *removals += 1;
+                    touched = true;
+                }
             }
             for name in &reduced {
                 if let Some(queues) = entry.queues.get_mut(name) {
@@ -716,6 +788,7 @@ impl RouteTables {
             let removed = self.topics.remove(topic);
             if let Some(entry) = &removed {
                 self.cached_bytes = self.cached_bytes.saturating_sub(Self::encoded_len(entry));
+                self.queue_removals += 1;
                 info!(topic, "topic deleted");
             }
             return removed.is_some();
@@ -731,6 +804,7 @@ impl RouteTables {
         if entry.queues.len() == before {
             return false;
         }
+        self.queue_removals += 1;
         Self::drop_encoded(entry, &mut self.cached_bytes);
         if entry.queues.is_empty() {
             self.topics.remove(topic);

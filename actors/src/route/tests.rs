@@ -42,6 +42,7 @@ fn topics(names: &[&str], dv: DataVersion) -> TopicConfigWrapper {
 /// A registration in the style of RouteInfoManagerNewTest: every one also carries `baseTopic`.
 struct Reg {
     inner: Registration,
+    topics: TopicConfigWrapper,
 }
 
 impl Reg {
@@ -56,10 +57,11 @@ impl Reg {
                 zone_name: None,
                 heartbeat_timeout: None,
                 enable_acting_master: Some(false),
-                topics: topics(topic_names, version(1)),
+                topics: TopicTable::new(TopicConfigWrapper::default()),
                 filter_servers: Some(Vec::new()),
                 conn: ConnId(id as u64 + 1),
             },
+            topics: topics(topic_names, version(1)),
         }
     }
     fn master(topic_names: &[&str]) -> Self {
@@ -77,7 +79,7 @@ impl Reg {
         self
     }
     fn version(mut self, dv: DataVersion) -> Self {
-        self.inner.topics.data_version = dv;
+        self.topics.data_version = dv;
         self
     }
     fn conn(mut self, conn: u64) -> Self {
@@ -89,7 +91,10 @@ impl Reg {
         self
     }
     fn into_reg(self) -> Registration {
-        self.inner
+        Registration {
+            topics: TopicTable::new(self.topics),
+            ..self.inner
+        }
     }
 }
 
@@ -434,12 +439,8 @@ fn wipe_and_add_write_perm() {
 fn add_write_perm_replaces_other_bits() {
     let mut t = RouteTables::default();
     let mut reg = Reg::master(&["t"]);
-    reg.inner
-        .topics
-        .topic_config_table
-        .get_mut("t")
-        .unwrap()
-        .perm = perm::PRIORITY | perm::READ | perm::INHERIT;
+    reg.topics.topic_config_table.get_mut("t").unwrap().perm =
+        perm::PRIORITY | perm::READ | perm::INHERIT;
     register(&mut t, reg);
     t.add_write_perm(BROKER);
     assert_eq!(perm_of(&t, "t", BROKER), 6);
@@ -524,7 +525,6 @@ fn slave_registration_does_not_change_master_routes() {
     register(&mut t, Reg::master(&["t"]));
     let mut slave = Reg::slave(&["t"]).version(version(9));
     slave
-        .inner
         .topics
         .topic_config_table
         .get_mut("t")
@@ -726,7 +726,7 @@ fn register_single_topic() {
 fn single_topic_first_registration_fails() {
     let mut t = RouteTables::default();
     let mut reg = Reg::master(&[]);
-    assert_eq!(reg.inner.topics.topic_config_table.len(), 1);
+    assert_eq!(reg.topics.topic_config_table.len(), 1);
     reg.inner.conn = ConnId(5);
     assert_eq!(
         register(&mut t, reg),
@@ -802,7 +802,7 @@ fn master_change_from_slave_and_unregister_by_address() {
 fn topic_lists() {
     let mut t = RouteTables::default();
     let mut reg = Reg::new("b1", "127.0.0.1:1", 0, &["unit", "sub", "both"]).cluster("c1");
-    let table = &mut reg.inner.topics.topic_config_table;
+    let table = &mut reg.topics.topic_config_table;
     table.get_mut("unit").unwrap().topic_sys_flag = 1;
     table.get_mut("sub").unwrap().topic_sys_flag = 2;
     table.get_mut("both").unwrap().topic_sys_flag = 3;
@@ -839,7 +839,7 @@ fn zone_and_mappings_show_in_routes() {
     let mut t = RouteTables::default();
     let mut reg = Reg::master(&["static"]);
     reg.inner.zone_name = Some("zone-a".into());
-    reg.inner.topics.topic_queue_mapping_info_map.insert(
+    reg.topics.topic_queue_mapping_info_map.insert(
         "static".into(),
         TopicQueueMappingInfo {
             bname: Some(BROKER.into()),
@@ -939,6 +939,33 @@ fn cache_limit_is_respected() {
     assert!(t.cached_bytes() <= 300);
     // Served anyway, just not cached.
     assert!(b.len() > 100);
+}
+
+#[test]
+fn unchanged_reregistration_skips_the_topic_walk_but_stays_exact() {
+    let mut t = RouteTables::default();
+    register(&mut t, Reg::master(&["t", "u"]));
+    // A topic removed by an admin comes back with the next (unchanged) registration.
+    t.delete_topic("t", None);
+    register(&mut t, Reg::master(&["t", "u"]));
+    assert!(t.topic_route("t").is_some());
+    // Split registration: same data version, different topic subsets: each subset is applied.
+    register(&mut t, Reg::master(&["a1", "a2"]));
+    register(&mut t, Reg::master(&["b1", "b2"]));
+    for topic in ["a1", "a2", "b1", "b2", "t", "u"] {
+        assert!(t.topic_route(topic).is_some(), "{topic}");
+    }
+    // A wiped permission survives unchanged re-registrations (nothing is rewritten).
+    t.wipe_write_perm(BROKER);
+    register(&mut t, Reg::master(&["b1", "b2"]));
+    register(&mut t, Reg::master(&["b1", "b2"]));
+    assert_eq!(perm_of(&t, "b1", BROKER), perm::READ);
+    // The unregistration of another group's queues (a removal) makes the next one re-check.
+    register(&mut t, Reg::new("other", "127.0.0.1:2", 0, &["b1", "z"]));
+    t.unregister(&[unreg("other", "127.0.0.1:2", 0)]);
+    t.delete_topic("b2", None);
+    register(&mut t, Reg::master(&["b1", "b2"]));
+    assert!(t.topic_route("b2").is_some());
 }
 
 #[test]
