@@ -99,7 +99,7 @@ impl Handler<UpdateNamesrvConfig> for RuntimeConfig {
         // Persist while holding the actor (AtomicResponse): updates are written one at a time.
         let content = self.properties_text().into_bytes();
         let path = self.store_path.clone();
-        let write = tokio::task::spawn_blocking(move || write_atomically(&path, &content));
+        let write = rmq_actors::background::spawn(move || write_atomically(&path, &content));
         AtomicResponse::new(Box::pin(write.into_actor(self).map(|result, act, _| {
             let outcome = match result {
                 Ok(Ok(())) => Ok(()),

@@ -447,3 +447,45 @@ async fn idle_connections_are_closed_and_the_connection_cap_holds() {
     drop(b);
     server.stop().await;
 }
+
+#[actix::test]
+async fn identical_reregistrations_stay_exact() {
+    let server = start_server(test_config());
+    let mut broker_conn = connect(&server).await;
+    let mut slave_conn = connect(&server).await;
+    let mut admin = connect(&server).await;
+    let broker = Broker::master("broker-a", 10911, &["Keep", "Gone"]);
+    let slave = Broker::slave("broker-a", 10921, &["Keep", "Gone"]);
+    for _ in 0..3 {
+        // The same bytes again and again on the same connection: each answered in full.
+        assert_eq!(
+            broker_conn.request(broker.register()).await.unwrap().code,
+            0
+        );
+        let resp = slave_conn.request(slave.register()).await.unwrap();
+        assert_eq!(resp.ext("masterAddr"), Some("127.0.0.1:10911"));
+    }
+    // An admin deletes a topic the broker still has: its next identical registration brings it
+    // back, as Java's per-topic check does.
+    let delete =
+        RemotingCommand::request(RequestCode::DELETE_TOPIC_IN_NAMESRV).with_ext("topic", "Gone");
+    assert_eq!(admin.request(delete).await.unwrap().code, 0);
+    assert_eq!(admin.request(route_request("Gone")).await.unwrap().code, 17);
+    assert_eq!(
+        broker_conn.request(broker.register()).await.unwrap().code,
+        0
+    );
+    assert_eq!(admin.request(route_request("Gone")).await.unwrap().code, 0);
+    // The registry restarted (empty): the identical body is decoded again and everything returns.
+    server
+        .routes()
+        .send(rmq_namesrv::actors::messages::Restart)
+        .await
+        .unwrap();
+    assert_eq!(
+        broker_conn.request(broker.register()).await.unwrap().code,
+        0
+    );
+    assert_eq!(admin.request(route_request("Keep")).await.unwrap().code, 0);
+    server.stop().await;
+}

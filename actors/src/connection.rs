@@ -17,17 +17,18 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::codec::FramedRead;
 use tracing::{debug, info, info_span, warn, Span};
 
-use crate::dispatch::{dispatch, Request};
+use crate::dispatch::{decode_registration, dispatch, BodyMemo, Request};
 use crate::housekeeping::Housekeeping;
 use crate::kv::KvStore;
 use crate::messages::{
     CloseConnection, ConnectionClosed, ConnectionOpened, GetNamesrvConfig, GetRouteInfo,
-    LookupProductEnvRoute, RouteBody, RouteError, UpdateNamesrvConfig,
+    LookupProductEnvRoute, RegisterBroker, RegisterBrokerReply, RouteBody, RouteError,
+    UpdateNamesrvConfig,
 };
 use crate::outbox::{Outbox, MAX_SLICES};
 use crate::registry::RouteRegistry;
 use crate::response::{system_error, IntoResponse};
-use crate::route::ConnId;
+use crate::route::{ConnId, RegisterOutcome, TopicsPayload};
 use crate::settings::{ConnectionSettings, ResponseSerialize};
 
 /// The read half of a connection's stream.
@@ -66,6 +67,8 @@ pub struct Connection {
     settings: Rc<ConnectionSettings>,
     write: BoxedWrite,
     outbox: Outbox,
+    /// The last registration body decoded on this connection (a broker's own connection).
+    last_body: Option<BodyMemo>,
     /// A `Flush` is running.
     flushing: bool,
     in_flight: usize,
@@ -95,6 +98,7 @@ impl Connection {
                 settings,
                 write,
                 outbox: Outbox::new(),
+                last_body: None,
                 flushing: false,
                 in_flight: 0,
                 last_activity: Instant::now(),
@@ -121,30 +125,74 @@ impl Connection {
             serialize_type: cmd.serialize_type,
         };
         drop(_entered);
-        if cmd.request_code() == RequestCode::REGISTER_BROKER
-            && cmd.body_bytes().len() >= OFFLOAD_BODY_BYTES
-        {
-            // Inflating and parsing a large registration takes milliseconds: do it on the blocking
-            // pool so the other connections of this worker are not held up meanwhile.
-            let (conn, settings) = (self.id, ConnectionSettings::clone(&self.settings));
-            let decode = tokio::task::spawn_blocking(move || dispatch(&cmd, conn, &settings));
-            self.in_flight += 1;
-            let fut = decode.into_actor(self).map(move |decoded, act, ctx| {
-                act.in_flight -= 1;
-                match decoded {
-                    Ok(decoded) => act.dispatched(decoded, reply_to, ctx),
-                    Err(err) => act.reply(
-                        reply_to,
-                        system_error(format!("decoding failed: {err}")),
-                        ctx,
-                    ),
-                }
-            });
-            self.spawn_or_wait(fut, ctx);
+        if cmd.request_code() == RequestCode::REGISTER_BROKER {
+            self.register_broker(cmd, reply_to, ctx);
             return;
         }
         let decoded = dispatch(&cmd, self.id, &self.settings);
         self.dispatched(decoded, reply_to, ctx);
+    }
+
+    /// REGISTER_BROKER: decoded off the event loop when large, and not decoded at all when the
+    /// body is byte-identical to this connection's previous one (the registry then takes the
+    /// remembered summary, or asks for the table, and the body is decoded after all).
+    fn register_broker(
+        &mut self,
+        cmd: RemotingCommand,
+        reply_to: ReplyTo,
+        ctx: &mut Context<Self>,
+    ) {
+        let routes = self.peers.routes.clone();
+        let settings = ConnectionSettings::clone(&self.settings);
+        let conn = self.id;
+        let previous = self.last_body.clone();
+        let registered = async move {
+            let mut previous = previous;
+            // At most two rounds: the second always carries the decoded table.
+            for _ in 0..2 {
+                let (msg, memo) =
+                    match decode_off_loop(cmd.clone(), conn, settings.clone(), previous.take())
+                        .await
+                    {
+                        Ok(decoded) => decoded,
+                        Err(response) => return Ok((Err(response), None)),
+                    };
+                // The registry drops its reference before answering; ours is then the last, and a
+                // large table is freed off the event loop.
+                let table = match &msg.registration.topics {
+                    TopicsPayload::Full(table) => Some(Arc::clone(&table.wrapper)),
+                    TopicsPayload::Same(_) => None,
+                };
+                let reply = routes.send(msg).await?;
+                if let Some(table) = table {
+                    release(table);
+                }
+                if reply.outcome != RegisterOutcome::NeedTopics {
+                    return Ok((Ok(reply), Some(memo)));
+                }
+            }
+            Ok((Err(system_error("registration could not be applied")), None))
+        };
+        self.in_flight += 1;
+        let fut = registered
+            .into_actor(self)
+            .map(move |result: RegistrationResult, act, ctx| {
+                act.in_flight -= 1;
+                let response = match result {
+                    Ok((reply, memo)) => {
+                        if memo.is_some() {
+                            act.last_body = memo;
+                        }
+                        reply.into_response()
+                    }
+                    Err(err) => {
+                        warn!(parent: &act.span, error = %err, "route registry unavailable");
+                        system_error(format!("name server busy or restarting: {err}"))
+                    }
+                };
+                act.reply(reply_to, response, ctx);
+            });
+        self.spawn_or_wait(fut, ctx);
     }
 
     /// Sends a decoded request to the actor that answers it, or answers a request that could
@@ -165,21 +213,7 @@ impl Connection {
         };
         let p = &self.peers;
         match request {
-            Request::RegisterBroker(m) => {
-                // The registry drops its reference before answering; ours is then the last, and
-                // a large table is freed off the event loop.
-                let topics = Arc::clone(&m.registration.topics.wrapper);
-                let reply = p.routes.send(m);
-                self.forward(
-                    async move {
-                        let result = reply.await;
-                        release(topics);
-                        result
-                    },
-                    reply_to,
-                    ctx,
-                )
-            }
+            Request::RegisterBroker(m) => self.forward(p.routes.send(m), reply_to, ctx),
             Request::UnregisterBroker(m) => self.forward(p.routes.send(m), reply_to, ctx),
             Request::BrokerHeartbeat(m) => self.forward(p.routes.send(m), reply_to, ctx),
             Request::QueryDataVersion(m) => self.forward(p.routes.send(m), reply_to, ctx),
@@ -281,10 +315,39 @@ impl Connection {
 /// Registration bodies of at least this size are decoded on the blocking pool.
 const OFFLOAD_BODY_BYTES: usize = 64 * 1024;
 
+/// What a registration round trip ends with: the registry's answer (or an error answer) and what
+/// to remember of the body.
+type RegistrationResult = Result<
+    (
+        Result<RegisterBrokerReply, RemotingCommand>,
+        Option<BodyMemo>,
+    ),
+    MailboxError,
+>;
+
+/// Decodes a registration, on the blocking pool when its body is large.
+async fn decode_off_loop(
+    cmd: RemotingCommand,
+    conn: ConnId,
+    settings: ConnectionSettings,
+    previous: Option<BodyMemo>,
+) -> Result<(RegisterBroker, BodyMemo), RemotingCommand> {
+    if cmd.body_bytes().len() < OFFLOAD_BODY_BYTES {
+        return decode_registration(&cmd, conn, &settings, previous.as_ref());
+    }
+    let job = crate::background::spawn(move || {
+        decode_registration(&cmd, conn, &settings, previous.as_ref())
+    });
+    match job.await {
+        Ok(decoded) => decoded,
+        Err(err) => Err(system_error(format!("decoding failed: {err}"))),
+    }
+}
+
 /// Drops a registration's topic table; a large one on the blocking pool.
 fn release(topics: Arc<TopicConfigWrapper>) {
     if topics.topic_config_table.len() >= 1024 {
-        drop(tokio::task::spawn_blocking(move || drop(topics)));
+        drop(crate::background::spawn(move || drop(topics)));
     }
 }
 

@@ -1,6 +1,7 @@
 //! Request code + headers + body -> typed message (pure; runs on the connection's thread, so
 //! CRC checks, inflating and JSON parsing of registrations stay off the registry's mailbox).
 
+use std::hash::Hasher;
 use std::time::Duration;
 
 use rmq_protocol::body::{DataVersion, RegisterBrokerBody, TopicRouteData};
@@ -17,7 +18,9 @@ use rmq_protocol::{ExtFields, RemotingCommand, RequestCode};
 use crate::kv::{DeleteKvConfig, GetKvConfig, GetKvList, PutKvConfig};
 use crate::messages::*;
 use crate::response::{not_supported, system_error};
-use crate::route::{BrokerInstance, ConnId, Registration, TopicTable, Unregistration};
+use crate::route::{
+    BrokerInstance, ConnId, Registration, TopicSummary, TopicTable, TopicsPayload, Unregistration,
+};
 use crate::settings::ConnectionSettings;
 
 /// A decoded request, addressed to the actor that answers it.
@@ -53,7 +56,7 @@ pub fn dispatch(
     let code = cmd.request_code();
     let request = match code {
         RequestCode::REGISTER_BROKER => {
-            Request::RegisterBroker(register_broker(cmd, conn, settings)?)
+            Request::RegisterBroker(decode_registration(cmd, conn, settings, None)?.0)
         }
         RequestCode::UNREGISTER_BROKER => {
             let h = header::<BrokerIdentityHeader>(cmd)?;
@@ -192,15 +195,48 @@ fn header<H: CommandHeader>(cmd: &RemotingCommand) -> Result<H, RemotingCommand>
     H::decode(cmd).map_err(|e: HeaderFieldError| system_error(e.to_string()))
 }
 
-/// REGISTER_BROKER (spec §3.4 steps 1-2): checksum, then the body by request version.
-fn register_broker(
+/// What a connection remembers of the last registration body it decoded, to recognise the same
+/// bytes next time (brokers re-send an unchanged body every 30 s) without decoding them again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BodyMemo {
+    body_hash: u64,
+    body_len: usize,
+    compressed: bool,
+    /// The request-version ranges that read a body differently (< 3.0.11, < 5.0.0, newer).
+    version_class: u8,
+    summary: TopicSummary,
+    filter_servers: Option<Vec<String>>,
+}
+
+fn version_class(version: i32) -> u8 {
+    if version < version::V3_0_11 {
+        0
+    } else if version < version::V5_0_0 {
+        1
+    } else {
+        2
+    }
+}
+
+fn body_hash(body: &[u8]) -> u64 {
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    hasher.write(body);
+    hasher.finish()
+}
+
+/// REGISTER_BROKER (spec §3.4 steps 1-2): checksum, then the body by request version. A body
+/// byte-identical to `previous` (same hash, length and decoding rules) is not decoded again: the
+/// registration carries the summary remembered from it ([`TopicsPayload::Same`]).
+pub fn decode_registration(
     cmd: &RemotingCommand,
     conn: ConnId,
     settings: &ConnectionSettings,
-) -> Result<RegisterBroker, RemotingCommand> {
+    previous: Option<&BodyMemo>,
+) -> Result<(RegisterBroker, BodyMemo), RemotingCommand> {
     let h = header::<RegisterBrokerHeader>(cmd)?;
+    let body = cmd.body_bytes();
     if h.body_crc32 != 0 {
-        let crc = (crc32fast::hash(cmd.body_bytes()) & 0x7FFF_FFFF) as i32;
+        let crc = (crc32fast::hash(body) & 0x7FFF_FFFF) as i32;
         if crc != h.body_crc32 {
             // Java builds this answer from the response-header class: an empty extFields object.
             return Err(system_error("crc32 not match").with_ext_fields(ExtFields::new()));
@@ -209,31 +245,68 @@ fn register_broker(
     if cmd.version < 0 {
         return Err(system_error(format!("unknown MQ version {}", cmd.version)));
     }
-    let body = RegisterBrokerBody::decode(
-        cmd.body.as_deref(),
-        h.compressed,
-        cmd.version,
-        settings.max_inflated_body,
-    )
-    .map_err(|e| system_error(e.to_string()))?;
-    let filter_servers = (cmd.version >= version::V3_0_11).then_some(body.filter_server_list);
-    Ok(RegisterBroker {
-        registration: Registration {
-            cluster: h.cluster_name.into(),
-            addr: h.broker_addr.into(),
-            name: h.broker_name.into(),
-            id: h.broker_id,
-            ha_server_addr: h.ha_server_addr,
-            zone_name: h.zone_name,
-            heartbeat_timeout: h
-                .heartbeat_timeout_millis
-                .map(|ms| Duration::from_millis(u64::try_from(ms).unwrap_or(0))),
-            enable_acting_master: h.enable_acting_master,
-            topics: TopicTable::new(body.topic_config_wrapper),
-            filter_servers,
-            conn,
+    let mut memo = BodyMemo {
+        body_hash: body_hash(body),
+        body_len: body.len(),
+        compressed: h.compressed,
+        version_class: version_class(cmd.version),
+        summary: TopicSummary {
+            data_version: Default::default(),
+            fingerprint: 0,
+            topic_count: 0,
         },
-    })
+        filter_servers: None,
+    };
+    let same = previous.filter(|p| {
+        (p.body_hash, p.body_len, p.compressed, p.version_class)
+            == (
+                memo.body_hash,
+                memo.body_len,
+                memo.compressed,
+                memo.version_class,
+            )
+    });
+    let (topics, filter_servers) = match same {
+        Some(previous) => {
+            memo = previous.clone();
+            (
+                TopicsPayload::Same(previous.summary),
+                previous.filter_servers.clone(),
+            )
+        }
+        None => {
+            let decoded = RegisterBrokerBody::decode(
+                cmd.body.as_deref(),
+                h.compressed,
+                cmd.version,
+                settings.max_inflated_body,
+            )
+            .map_err(|e| system_error(e.to_string()))?;
+            let filter_servers =
+                (cmd.version >= version::V3_0_11).then_some(decoded.filter_server_list);
+            let table = TopicTable::new(decoded.topic_config_wrapper);
+            let payload = TopicsPayload::Full(table);
+            memo.summary = payload.summary();
+            memo.filter_servers.clone_from(&filter_servers);
+            (payload, filter_servers)
+        }
+    };
+    let registration = Registration {
+        cluster: h.cluster_name.into(),
+        addr: h.broker_addr.into(),
+        name: h.broker_name.into(),
+        id: h.broker_id,
+        ha_server_addr: h.ha_server_addr,
+        zone_name: h.zone_name,
+        heartbeat_timeout: h
+            .heartbeat_timeout_millis
+            .map(|ms| Duration::from_millis(u64::try_from(ms).unwrap_or(0))),
+        enable_acting_master: h.enable_acting_master,
+        topics,
+        filter_servers,
+        conn,
+    };
+    Ok((RegisterBroker { registration }, memo))
 }
 
 #[cfg(test)]
@@ -282,7 +355,7 @@ mod tests {
             &settings,
         ) {
             Ok(Request::RegisterBroker(m)) => {
-                assert_eq!(m.registration.topics.wrapper.topic_config_table.len(), 2);
+                assert_eq!(m.registration.topics.summary().topic_count, 2);
                 assert_eq!(m.registration.heartbeat_timeout, Some(Duration::ZERO));
                 assert_eq!(m.registration.filter_servers, Some(Vec::new()));
             }

@@ -290,8 +290,7 @@ impl KvStore {
         // Encoding a large table takes a while: only the copy happens on the actor.
         let snapshot = self.tables.clone();
         let path = self.path.clone();
-        let write =
-            tokio::task::spawn_blocking(move || write_atomically(&path, &snapshot.to_json()));
+        let write = crate::background::spawn(move || write_atomically(&path, &snapshot.to_json()));
         write
             .into_actor(self)
             .map(move |result, act, ctx| {

@@ -9,6 +9,7 @@
 //!  Housekeeping ── ScanInactive ────┘ ── ChannelClosed (relayed from Connection stops)
 //! ```
 
+pub mod background;
 pub mod connection;
 pub mod dispatch;
 pub mod housekeeping;

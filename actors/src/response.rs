@@ -117,6 +117,10 @@ impl IntoResponse for DataVersionReply {
 impl IntoResponse for RegisterBrokerReply {
     fn into_response(self) -> RemotingCommand {
         let header = match self.outcome {
+            RegisterOutcome::NeedTopics => {
+                // The connection decodes the body and registers again instead of sending this.
+                return system_error("registration must be sent again with its topics");
+            }
             RegisterOutcome::SingleTopicFirstRegistration => {
                 // With the response-header class's empty extFields, as Java sends it.
                 return system_error("register broker failed").with_ext_fields(ExtFields::new());

@@ -16,6 +16,9 @@ use crate::header::{self, HeaderError};
 /// 4-byte length field.
 pub const DEFAULT_MAX_FRAME: usize = 16 * 1024 * 1024;
 
+/// Read-buffer capacity a connection keeps between frames; a larger buffer is released.
+pub const RETAINED_READ_BUFFER: usize = 64 * 1024;
+
 /// A frame that cannot be decoded. The connection that sent it is closed (spec §1.9).
 #[derive(Debug, thiserror::Error)]
 pub enum FrameError {
@@ -84,6 +87,11 @@ impl Decoder for RemotingCodec {
         }
         let mut frame = src.split_to(total).freeze();
         frame.advance(4);
+        if src.is_empty() && src.capacity() > RETAINED_READ_BUFFER {
+            // After a large frame, let the connection's buffer go with the frame instead of
+            // keeping megabytes per connection for its lifetime.
+            *src = BytesMut::with_capacity(8 * 1024);
+        }
         decode_frame(frame).map(Some)
     }
 }
@@ -204,6 +212,17 @@ mod tests {
         assert_eq!(codec.decode(&mut buf).unwrap().unwrap().opaque, 1);
         assert_eq!(codec.decode(&mut buf).unwrap().unwrap().opaque, 2);
         assert!(codec.decode(&mut buf).unwrap().is_none());
+    }
+
+    #[test]
+    fn large_read_buffers_are_released() {
+        let cmd =
+            RemotingCommand::request(RequestCode::REGISTER_BROKER).with_body(vec![b'x'; 1 << 20]);
+        let mut buf = BytesMut::new();
+        encode_frame(&cmd, &mut buf).unwrap();
+        let mut codec = RemotingCodec::default();
+        assert!(codec.decode(&mut buf).unwrap().is_some());
+        assert!(buf.capacity() <= RETAINED_READ_BUFFER);
     }
 
     #[test]

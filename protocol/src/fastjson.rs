@@ -262,7 +262,14 @@ pub fn to_vec<T: Serialize + ?Sized>(value: &T, style: JsonStyle) -> serde_json:
 /// Parses JSON as fastjson reads it: bare numeric object keys are accepted (spec §4.1), unknown
 /// properties ignored, missing ones defaulted by the target type.
 pub fn from_slice<T: DeserializeOwned>(bytes: &[u8]) -> serde_json::Result<T> {
-    serde_json::from_slice(&quote_bare_keys(bytes))
+    // Most bodies are standard JSON: parse directly, and rewrite bare keys only if that fails.
+    match serde_json::from_slice(bytes) {
+        Ok(value) => Ok(value),
+        Err(err) => match quote_bare_keys(bytes) {
+            Cow::Owned(quoted) => serde_json::from_slice(&quoted),
+            Cow::Borrowed(_) => Err(err),
+        },
+    }
 }
 
 /// Rewrites bare numeric object keys (`{0:"a"}`) as quoted keys (`{"0":"a"}`), leaving everything

@@ -11,6 +11,6 @@ pub use ids::{
 };
 pub use tables::{
     BrokerGroup, ExpiredBroker, LiveBroker, Queues, RegisterOutcome, Registration, RouteOptions,
-    RouteTables, TopicTable, Unregistration, DEFAULT_BROKER_EXPIRY,
+    RouteTables, TopicSummary, TopicTable, TopicsPayload, Unregistration, DEFAULT_BROKER_EXPIRY,
     SYNC_BROKER_MEMBER_GROUP_PREFIX,
 };

@@ -58,6 +58,38 @@ impl TopicTable {
     }
 }
 
+/// What a registration says about its topics.
+#[derive(Debug, Clone)]
+pub enum TopicsPayload {
+    /// The decoded topic table.
+    Full(TopicTable),
+    /// The body is byte-identical to the one the same connection sent last, so it was not decoded
+    /// again: only what the tables need to recognise it. The registry answers
+    /// [`RegisterOutcome::NeedTopics`] if it cannot take it without the table.
+    Same(TopicSummary),
+}
+
+/// What a registration body that was not decoded again is known to contain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TopicSummary {
+    pub data_version: DataVersion,
+    pub fingerprint: u64,
+    pub topic_count: usize,
+}
+
+impl TopicsPayload {
+    pub fn summary(&self) -> TopicSummary {
+        match self {
+            Self::Full(table) => TopicSummary {
+                data_version: table.wrapper.data_version,
+                fingerprint: table.fingerprint,
+                topic_count: table.wrapper.topic_config_table.len(),
+            },
+            Self::Same(summary) => *summary,
+        }
+    }
+}
+
 /// One REGISTER_BROKER, decoded.
 #[derive(Debug, Clone)]
 pub struct Registration {
@@ -71,7 +103,7 @@ pub struct Registration {
     pub heartbeat_timeout: Option<Duration>,
     /// `None` marks an old-version (4.x) broker.
     pub enable_acting_master: Option<bool>,
-    pub topics: TopicTable,
+    pub topics: TopicsPayload,
     /// `None` leaves the broker's filter servers unchanged; empty removes them.
     pub filter_servers: Option<Vec<String>>,
     /// The connection the registration arrived on; closing it unregisters the broker.
@@ -92,6 +124,11 @@ pub enum RegisterOutcome {
     /// A first registration of this broker id carrying exactly one topic (§5.2 step 7): the
     /// request fails with "register broker failed".
     SingleTopicFirstRegistration,
+    /// A [`TopicsPayload::Same`] registration that needs its table after all (its instance is
+    /// new or moved, its data version differs, or topics were removed since it applied them).
+    /// Nothing was changed; the sender decodes the body and registers again. Never sent on
+    /// the wire.
+    NeedTopics,
 }
 
 /// One broker instance to remove (UNREGISTER_BROKER, connection close, expiry).
@@ -256,6 +293,10 @@ impl RouteTables {
 
     /// REGISTER_BROKER (§5.2).
     pub fn register(&mut self, reg: Registration, now: Instant) -> RegisterOutcome {
+        let summary = reg.topics.summary();
+        if matches!(reg.topics, TopicsPayload::Same(_)) && !self.can_skip_topics(&reg, &summary) {
+            return RegisterOutcome::NeedTopics;
+        }
         let name = self.intern_broker_name(&reg.name);
         let instance = BrokerInstance {
             cluster: reg.cluster.clone(),
@@ -310,7 +351,7 @@ impl RouteTables {
                 addr: old_addr.clone(),
             };
             if let Some(old_live) = self.live.get(&old_instance) {
-                let incoming = reg.topics.wrapper.data_version.state_version;
+                let incoming = summary.data_version.state_version;
                 if old_live.data_version.state_version > incoming {
                     warn!(
                         broker = %name, id = reg.id, old_addr = %old_addr, new_addr = %reg.addr,
@@ -328,7 +369,7 @@ impl RouteTables {
         }
 
         // 7. A one-topic registration must not be a broker id's first.
-        if !group.addrs.contains_key(&reg.id) && reg.topics.wrapper.topic_config_table.len() == 1 {
+        if !group.addrs.contains_key(&reg.id) && summary.topic_count == 1 {
             warn!(broker = %name, id = reg.id, addr = %reg.addr, "single-topic registration of an unregistered broker refused");
             if group_changed {
                 self.invalidate_broker_topics(&name);
@@ -350,8 +391,7 @@ impl RouteTables {
         let mut applied = None;
         if is_master || is_prime_slave {
             let previous = self.live.get(&instance);
-            let broker_changed =
-                previous.map(|l| l.data_version) != Some(reg.topics.wrapper.data_version);
+            let broker_changed = previous.map(|l| l.data_version) != Some(summary.data_version);
             // The same instance re-registering the same topic set under the same data version,
             // with no QueueData removed since it last applied them, would change nothing: every
             // topic already has its QueueData. Skip the walk (10,000 topics per broker at scale).
@@ -359,16 +399,19 @@ impl RouteTables {
                 && !broker_changed
                 && !self.options.delete_topic_with_broker_registration
                 && previous.and_then(|l| l.applied)
-                    == Some((reg.topics.fingerprint, self.queue_removals));
+                    == Some((summary.fingerprint, self.queue_removals));
             if !unchanged {
-                self.apply_topics(
-                    &reg.topics.wrapper,
-                    &name,
-                    register_first || broker_changed,
-                    wipe_write,
-                );
+                // `can_skip_topics` let no `Same` payload get here.
+                if let TopicsPayload::Full(table) = &reg.topics {
+                    self.apply_topics(
+                        &table.wrapper,
+                        &name,
+                        register_first || broker_changed,
+                        wipe_write,
+                    );
+                }
             }
-            applied = Some((reg.topics.fingerprint, self.queue_removals));
+            applied = Some((summary.fingerprint, self.queue_removals));
         }
         if group_changed {
             self.invalidate_broker_topics(&name);
@@ -380,7 +423,7 @@ impl RouteTables {
             LiveBroker {
                 last_update: now,
                 timeout: reg.heartbeat_timeout.unwrap_or(self.default_expiry),
-                data_version: reg.topics.wrapper.data_version,
+                data_version: summary.data_version,
                 conn: reg.conn,
                 ha_server_addr: reg.ha_server_addr.clone(),
                 applied,
@@ -412,6 +455,36 @@ impl RouteTables {
             ha_server_addr,
             master_addr,
         }
+    }
+
+    /// Whether a registration whose body was not decoded again can be taken as it is: the same
+    /// instance at the same id with the same data version, and, if it writes routes, the same
+    /// topic set applied with nothing removed since. Then its topics would change nothing.
+    fn can_skip_topics(&self, reg: &Registration, summary: &TopicSummary) -> bool {
+        let Some(group) = self.brokers.get(reg.name.as_str()) else {
+            return false;
+        };
+        if group.addrs.get(&reg.id) != Some(&reg.addr) {
+            return false;
+        }
+        let instance = BrokerInstance {
+            cluster: reg.cluster.clone(),
+            addr: reg.addr.clone(),
+        };
+        let Some(live) = self.live.get(&instance) else {
+            return false;
+        };
+        if live.data_version != summary.data_version {
+            return false;
+        }
+        let is_master = reg.id == MASTER_ID;
+        let is_prime_slave =
+            reg.enable_acting_master.is_some() && !is_master && group.min_id() == Some(reg.id);
+        if !(is_master || is_prime_slave) {
+            return true;
+        }
+        !self.options.delete_topic_with_broker_registration
+            && live.applied == Some((summary.fingerprint, self.queue_removals))
     }
 
     /// §5.2 step 10 for a master or prime slave: puts the incoming topics into the tables (all of

@@ -57,7 +57,7 @@ impl Reg {
                 zone_name: None,
                 heartbeat_timeout: None,
                 enable_acting_master: Some(false),
-                topics: TopicTable::new(TopicConfigWrapper::default()),
+                topics: TopicsPayload::Full(TopicTable::new(TopicConfigWrapper::default())),
                 filter_servers: Some(Vec::new()),
                 conn: ConnId(id as u64 + 1),
             },
@@ -92,7 +92,7 @@ impl Reg {
     }
     fn into_reg(self) -> Registration {
         Registration {
-            topics: TopicTable::new(self.topics),
+            topics: TopicsPayload::Full(TopicTable::new(self.topics)),
             ..self.inner
         }
     }
@@ -966,6 +966,61 @@ fn unchanged_reregistration_skips_the_topic_walk_but_stays_exact() {
     t.delete_topic("b2", None);
     register(&mut t, Reg::master(&["b1", "b2"]));
     assert!(t.topic_route("b2").is_some());
+}
+
+/// The registration of `reg` with its body "not decoded again".
+fn same_body(reg: Reg) -> Registration {
+    let mut full = reg.into_reg();
+    full.topics = TopicsPayload::Same(full.topics.summary());
+    full
+}
+
+#[test]
+fn identical_bodies_are_taken_without_their_table_only_when_exact() {
+    let mut t = RouteTables::default();
+    // Never registered: the table is needed.
+    assert_eq!(
+        t.register(same_body(Reg::master(&["t"])), Instant::now()),
+        RegisterOutcome::NeedTopics
+    );
+    assert_eq!(t.live_count(), 0, "nothing changed");
+    register(&mut t, Reg::master(&["t", "u"]));
+    // The same body again: taken, liveness refreshed, routes intact.
+    let later = Instant::now() + Duration::from_secs(100);
+    assert!(matches!(
+        t.register(same_body(Reg::master(&["t", "u"])), later),
+        RegisterOutcome::Registered { .. }
+    ));
+    assert!(
+        t.scan_inactive(later + Duration::from_secs(100)).is_empty(),
+        "liveness refreshed"
+    );
+    assert!(t.topic_route("u").is_some());
+    // A slave's identical body is taken too (slaves never write routes while a master is there).
+    register(&mut t, Reg::slave(&["t", "u"]));
+    assert!(matches!(
+        t.register(same_body(Reg::slave(&["t", "u"])), Instant::now()),
+        RegisterOutcome::Registered { .. }
+    ));
+    // After a removal the table is needed again, and the full registration restores the topic.
+    t.delete_topic("u", None);
+    assert_eq!(
+        t.register(same_body(Reg::master(&["t", "u"])), Instant::now()),
+        RegisterOutcome::NeedTopics
+    );
+    register(&mut t, Reg::master(&["t", "u"]));
+    assert!(t.topic_route("u").is_some());
+    // A new data version, another id or address: needed.
+    let newer = Reg::master(&["t", "u"]).version(version(2));
+    assert_eq!(
+        t.register(same_body(newer), Instant::now()),
+        RegisterOutcome::NeedTopics
+    );
+    let moved = Reg::new(BROKER, "127.0.0.1:1", 0, &["t", "u"]);
+    assert_eq!(
+        t.register(same_body(moved), Instant::now()),
+        RegisterOutcome::NeedTopics
+    );
 }
 
 #[test]
