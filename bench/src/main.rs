@@ -1,0 +1,126 @@
+//! `rmq-bench`: a load generator for RocketMQ NameServers (ours or Java's), over the real wire
+//! protocol on many TCP connections.
+//!
+//! ```text
+//! rmq-bench --addr 127.0.0.1:9876 --pid <server pid> routes [--rate R]
+//! rmq-bench --addr 127.0.0.1:9876 --pid <server pid> storm
+//! rmq-bench --addr 127.0.0.1:9876 startup -- <server command>
+//! ```
+//!
+//! Every workload is bounded in time, prints a human summary and ends with one JSON line (the
+//! last line of stdout). Latencies are microseconds from HDR histograms; the server's memory is
+//! VmRSS / VmHWM of `/proc/<pid>/status`. See `bench/compare.py` for the side-by-side run.
+
+mod broker;
+mod openloop;
+mod routes;
+mod startup;
+mod stats;
+mod storm;
+mod wire;
+
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+
+/// Why a run failed.
+#[derive(Debug)]
+pub enum BenchError {
+    Io(std::io::Error),
+    Protocol(String),
+    Timeout(String),
+    Usage(String),
+}
+
+impl std::fmt::Display for BenchError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Io(e) => write!(f, "i/o: {e}"),
+            Self::Protocol(s) => write!(f, "{s}"),
+            Self::Timeout(s) => write!(f, "timed out: {s}"),
+            Self::Usage(s) => write!(f, "usage: {s}"),
+        }
+    }
+}
+
+impl std::error::Error for BenchError {}
+
+impl From<std::io::Error> for BenchError {
+    fn from(e: std::io::Error) -> Self {
+        Self::Io(e)
+    }
+}
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "rmq-bench",
+    version,
+    about = "Load generator for RocketMQ NameServers"
+)]
+struct Cli {
+    #[command(flatten)]
+    common: Common,
+    #[command(subcommand)]
+    workload: Workload,
+}
+
+/// Options of every workload.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Common {
+    /// The NameServer (127.0.0.1 only in this project's runs).
+    #[arg(long, global = true, default_value = "127.0.0.1:9876")]
+    pub addr: SocketAddr,
+    /// The server's PID, for RSS (VmRSS/VmHWM) and CPU figures.
+    #[arg(long, global = true)]
+    pub pid: Option<u32>,
+    /// Connect and per-request timeout.
+    #[arg(long, global = true, value_parser = humantime::parse_duration, default_value = "10s")]
+    pub timeout: Duration,
+    /// Worker threads of the generator's runtime.
+    #[arg(long, global = true, default_value_t = 2)]
+    pub threads: usize,
+}
+
+#[derive(Debug, Subcommand)]
+enum Workload {
+    /// GET_ROUTEINFO_BY_TOPIC load: closed loop with pipelining, or open loop with --rate.
+    Routes(routes::RoutesArgs),
+    /// Registration storm (many brokers, full bodies) with open-loop route queries.
+    Storm(storm::StormArgs),
+    /// Spawn a server command, time until it accepts, then its idle RSS; kills it at the end.
+    Startup(startup::StartupArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match &cli.workload {
+        Workload::Startup(args) => startup::run(cli.common.addr, args),
+        Workload::Routes(_) | Workload::Storm(_) => tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(cli.common.threads.max(1))
+            .enable_all()
+            .build()
+            .map_err(BenchError::from)
+            .and_then(|rt| {
+                rt.block_on(async {
+                    match &cli.workload {
+                        Workload::Routes(args) => routes::run(&cli.common, args).await,
+                        Workload::Storm(args) => storm::run(&cli.common, args).await,
+                        Workload::Startup(_) => Err(BenchError::Usage("unreachable".into())),
+                    }
+                })
+            }),
+    };
+    match result {
+        Ok(json) => {
+            println!("{json}");
+            ExitCode::SUCCESS
+        }
+        Err(err) => {
+            eprintln!("rmq-bench: {err}");
+            println!("{}", serde_json::json!({"error": err.to_string()}));
+            ExitCode::FAILURE
+        }
+    }
+}
