@@ -16,7 +16,8 @@ throughput sets the offered load of the open-loop run for both). Per server:
 The Java NameServer runs with the JVM options of its mqnamesrv/runserver.sh for Java >= 9 (4 GiB
 heap, G1) and its jars from interop/.cache (interop/setup.sh fetches them); ours with
 `--log-level warn`. Everything runs inside a loopback-only network namespace like the interop
-suite (the Java NameServer dials the host's address by itself); `--netns off` skips it.
+suite (the Java NameServer dials the host's address by itself); `--netns off` skips it, for
+`--servers ours` only.
 
 Prints each workload's summary as it goes, then a table (Java, ours, ours/Java) with the targets
 of the issue, then one line `BENCH_RESULT {json}`. Every process started is stopped by its PID;
@@ -378,7 +379,7 @@ def enter_netns(args):
         [unshare, "--net", "true"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=30).returncode == 0
     if not usable:
         raise SystemExit("compare.py: cannot create a network namespace (unshare --net); the Java NameServer 5.x "
-                         "probes its host address. Use --netns off to run in the host namespace anyway.")
+                         "probes its host address. Use --netns off --servers ours to measure ours alone.")
     os.execv(unshare, [unshare, "--net", "--", sys.executable, str(Path(__file__).resolve()), *sys.argv[1:],
                        "--netns", "inner"])
 
@@ -420,6 +421,9 @@ def main():
             interop.server_classpath("5", "namesrv")
         except interop.Fail as e:
             raise SystemExit(f"compare.py: {e}")
+    if args.netns == "off" and "java" in servers:
+        raise SystemExit("compare.py: the Java NameServer 5.x dials its host's address by itself; it runs only "
+                         "inside the loopback-only namespace (drop --netns off, or use --servers ours)")
     if args.netns in ("auto", "on"):
         enter_netns(args)
     elif args.netns == "inner":
