@@ -489,3 +489,43 @@ async fn identical_reregistrations_stay_exact() {
     assert_eq!(admin.request(route_request("Keep")).await.unwrap().code, 0);
     server.stop().await;
 }
+
+#[actix::test]
+async fn zone_filtering_of_routes() {
+    let server = start_server(test_config());
+    let mut conn = connect(&server).await;
+    let mut a = Broker::master("broker-a", 10911, &["Zoned", "Other"]);
+    a.zone = Some("zone-a".into());
+    let mut b = Broker::master("broker-b", 10921, &["Zoned", "Other"]);
+    b.zone = Some("zone-b".into());
+    // A group without a master is kept whatever its zone.
+    let mut c = Broker::slave("broker-c", 10931, &["Zoned", "Other"]);
+    c.zone = Some("zone-b".into());
+    for broker in [&a, &b, &c] {
+        assert_eq!(conn.request(broker.register()).await.unwrap().code, 0);
+    }
+    let zoned = |mode: &str, zone: &str| {
+        route_request("Zoned")
+            .with_ext("__ZONE_MODE", mode)
+            .with_ext("__ZONE_NAME", zone)
+    };
+    let text = body_text(&conn.request(zoned("true", "ZONE-A")).await.unwrap());
+    assert!(
+        text.contains("broker-a") && text.contains("broker-c") && !text.contains("broker-b"),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"{0:"127.0.0.1:10911"}"#),
+        "zone-filtered routes are legacy JSON: {text}"
+    );
+    assert!(text.contains(r#""zoneName":"zone-a""#), "{text}");
+    // Zone mode off, or no zone name: everything.
+    for (mode, zone) in [("false", "zone-a"), ("true", " ")] {
+        let text = body_text(&conn.request(zoned(mode, zone)).await.unwrap());
+        assert!(
+            text.contains("broker-a") && text.contains("broker-b") && text.contains("broker-c"),
+            "{text}"
+        );
+    }
+    server.stop().await;
+}

@@ -61,6 +61,7 @@ pub struct Broker {
     pub version: DataVersion,
     pub enable_acting_master: Option<bool>,
     pub heartbeat_timeout_millis: Option<i64>,
+    pub zone: Option<String>,
 }
 
 impl Broker {
@@ -79,6 +80,7 @@ impl Broker {
             },
             enable_acting_master: Some(false),
             heartbeat_timeout_millis: None,
+            zone: None,
         }
     }
 
@@ -111,7 +113,7 @@ impl Broker {
             enable_acting_master: self.enable_acting_master,
             compressed,
             body_crc32: (crc32fast::hash(body) & 0x7FFF_FFFF) as i32,
-            zone_name: None,
+            zone_name: self.zone.clone(),
         }
     }
 
