@@ -255,7 +255,12 @@ impl fmt::Display for Cause {
         match self {
             Self::Unreachable(reason) => write!(f, "unreachable: {reason}"),
             Self::Answered { code, remark } => {
-                write!(f, "answered {}: {}", CodeText(*code), RemarkText(remark))
+                write!(
+                    f,
+                    "answered {}: {}",
+                    ResponseCode(*code),
+                    RemarkText(remark)
+                )
             }
             Self::BadResponse(reason) => write!(f, "unreadable response: {reason}"),
         }
@@ -279,7 +284,7 @@ impl fmt::Display for AdminError {
             Cause::Answered { code, remark } => write!(
                 f,
                 "name server {addr} answered {}: {}",
-                CodeText(*code),
+                ResponseCode(*code),
                 RemarkText(remark)
             ),
             Cause::BadResponse(reason) => {
@@ -301,37 +306,10 @@ impl AdminError {
                 "kind": "answered",
                 "message": message,
                 "code": code,
-                "name": response_code_name(*code),
+                "name": ResponseCode(*code).name(),
                 "remark": remark,
             }),
             Cause::BadResponse(_) => json!({ "kind": "bad_response", "message": message }),
-        }
-    }
-}
-
-/// Java's name of a response code a NameServer sends (spec §1.13).
-pub fn response_code_name(code: i32) -> Option<&'static str> {
-    Some(match code {
-        0 => "SUCCESS",
-        1 => "SYSTEM_ERROR",
-        2 => "SYSTEM_BUSY",
-        3 => "REQUEST_CODE_NOT_SUPPORTED",
-        16 => "NO_PERMISSION",
-        17 => "TOPIC_NOT_EXIST",
-        22 => "QUERY_NOT_FOUND",
-        1500 => "GO_AWAY",
-        _ => return None,
-    })
-}
-
-/// `QUERY_NOT_FOUND(22)`, or `code 77` for a code without a name.
-struct CodeText(i32);
-
-impl fmt::Display for CodeText {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match response_code_name(self.0) {
-            Some(name) => write!(f, "{name}({})", self.0),
-            None => write!(f, "code {}", self.0),
         }
     }
 }

@@ -118,6 +118,30 @@ impl ResponseCode {
     pub const TOPIC_NOT_EXIST: Self = Self(17);
     pub const QUERY_NOT_FOUND: Self = Self(22);
     pub const GO_AWAY: Self = Self(1500);
+
+    /// The Java constant name of a code a NameServer sends.
+    pub fn name(self) -> Option<&'static str> {
+        Some(match self.0 {
+            0 => "SUCCESS",
+            1 => "SYSTEM_ERROR",
+            2 => "SYSTEM_BUSY",
+            3 => "REQUEST_CODE_NOT_SUPPORTED",
+            16 => "NO_PERMISSION",
+            17 => "TOPIC_NOT_EXIST",
+            22 => "QUERY_NOT_FOUND",
+            1500 => "GO_AWAY",
+            _ => return None,
+        })
+    }
+}
+
+impl fmt::Display for ResponseCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.name() {
+            Some(name) => write!(f, "{name}({})", self.0),
+            None => write!(f, "code {}", self.0),
+        }
+    }
 }
 
 /// The sender's language (spec §1.6). Unknown codes and names decode to [`LanguageCode::Unknown`],
