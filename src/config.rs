@@ -461,15 +461,21 @@ mod tests {
         env: &[(&str, &str)],
         overrides: &Overrides,
     ) -> Result<Config, ConfigError> {
-        let dir = std::env::temp_dir().join(format!("rmq-config-test-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        // One file per call (tests run in parallel), removed once read.
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let path = file.map(|text| {
-            let path = dir.join(format!("c{}.toml", text.len()));
+            let path = std::env::temp_dir()
+                .join(format!("rmq-config-test-{}-{n}.toml", std::process::id()));
             std::fs::write(&path, text).unwrap();
             path
         });
         let env = env.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned()));
-        Config::load(path.as_deref(), env, overrides)
+        let loaded = Config::load(path.as_deref(), env, overrides);
+        if let Some(path) = path {
+            let _ = std::fs::remove_file(path);
+        }
+        loaded
     }
 
     #[test]

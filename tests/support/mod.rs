@@ -14,8 +14,31 @@ use rmq_namesrv::{NameServer, NameServerHandle};
 
 pub const TIMEOUT: Duration = Duration::from_secs(5);
 
+/// Removes the KV directories earlier test processes left behind (their PID is gone), once.
+fn remove_stale_dirs() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let Some(pid) = name
+                .strip_prefix("rmq-namesrv-test-")
+                .and_then(|rest| rest.split('-').next())
+            else {
+                continue;
+            };
+            if !std::path::Path::new("/proc").join(pid).exists() {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
+    });
+}
+
 /// A configuration for tests: loopback, a private KV file, one worker.
 pub fn test_config() -> Config {
+    remove_stale_dirs();
     let mut config = Config::default();
     config.server.listen = "127.0.0.1:0".parse().expect("loopback address");
     config.server.workers = 1;
