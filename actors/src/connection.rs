@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 use rmq_protocol::body::TopicConfigWrapper;
-use rmq_protocol::{FrameError, LanguageCode, RemotingCodec, RemotingCommand, RequestCode};
+use rmq_protocol::{FrameError, LanguageCode, RemotingCodec, RemotingCommand};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::codec::FramedRead;
 use tracing::{debug, info, info_span, warn, Span};
@@ -125,11 +125,7 @@ impl Connection {
             serialize_type: cmd.serialize_type,
         };
         drop(_entered);
-        if cmd.request_code() == RequestCode::REGISTER_BROKER {
-            self.register_broker(cmd, reply_to, ctx);
-            return;
-        }
-        let decoded = dispatch(&cmd, self.id, &self.settings);
+        let decoded = dispatch(&cmd);
         self.dispatched(decoded, reply_to, ctx);
     }
 
@@ -213,7 +209,7 @@ impl Connection {
         };
         let p = &self.peers;
         match request {
-            Request::RegisterBroker(m) => self.forward(p.routes.send(m), reply_to, ctx),
+            Request::RegisterBroker(cmd) => self.register_broker(cmd, reply_to, ctx),
             Request::UnregisterBroker(m) => self.forward(p.routes.send(m), reply_to, ctx),
             Request::BrokerHeartbeat(m) => self.forward(p.routes.send(m), reply_to, ctx),
             Request::QueryDataVersion(m) => self.forward(p.routes.send(m), reply_to, ctx),

@@ -26,7 +26,9 @@ use crate::settings::ConnectionSettings;
 /// A decoded request, addressed to the actor that answers it.
 #[derive(Debug)]
 pub enum Request {
-    RegisterBroker(RegisterBroker),
+    /// REGISTER_BROKER is decoded by the connection with [`decode_registration`], which needs
+    /// the connection's memory of the previous body.
+    RegisterBroker(RemotingCommand),
     UnregisterBroker(UnregisterBroker),
     BrokerHeartbeat(BrokerHeartbeat),
     QueryDataVersion(QueryDataVersion),
@@ -47,17 +49,11 @@ pub enum Request {
 }
 
 /// Decodes `cmd` into a [`Request`], or the response to send at once: unknown codes, bad
-/// headers, CRC mismatches and undecodable bodies.
-pub fn dispatch(
-    cmd: &RemotingCommand,
-    conn: ConnId,
-    settings: &ConnectionSettings,
-) -> Result<Request, RemotingCommand> {
+/// headers and undecodable bodies. Registrations are decoded by [`decode_registration`].
+pub fn dispatch(cmd: &RemotingCommand) -> Result<Request, RemotingCommand> {
     let code = cmd.request_code();
     let request = match code {
-        RequestCode::REGISTER_BROKER => {
-            Request::RegisterBroker(decode_registration(cmd, conn, settings, None)?.0)
-        }
+        RequestCode::REGISTER_BROKER => Request::RegisterBroker(cmd.clone()),
         RequestCode::UNREGISTER_BROKER => {
             let h = header::<BrokerIdentityHeader>(cmd)?;
             Request::UnregisterBroker(UnregisterBroker {
@@ -349,12 +345,15 @@ mod tests {
         let json = to_json(&sample_body(), JsonStyle::Legacy);
         let crc = (crc32fast::hash(&json) & 0x7FFF_FFFF) as i32;
         let settings = ConnectionSettings::default();
+        let dispatch = |cmd: &RemotingCommand, conn: ConnId, settings: &ConnectionSettings| {
+            decode_registration(cmd, conn, settings, None).map(|(msg, _)| msg)
+        };
         match dispatch(
             &register_request(json.clone(), crc, false),
             ConnId(1),
             &settings,
         ) {
-            Ok(Request::RegisterBroker(m)) => {
+            Ok(m) => {
                 assert_eq!(m.registration.topics.summary().topic_count, 2);
                 assert_eq!(m.registration.heartbeat_timeout, Some(Duration::ZERO));
                 assert_eq!(m.registration.filter_servers, Some(Vec::new()));
@@ -386,9 +385,34 @@ mod tests {
     }
 
     #[test]
-    fn route_style_by_version_and_flag() {
+    fn identical_bodies_are_not_decoded_again() {
         let settings = ConnectionSettings::default();
-        let style = |cmd: RemotingCommand| match dispatch(&cmd, ConnId(1), &settings) {
+        let json = to_json(&sample_body(), JsonStyle::Legacy);
+        let request = register_request(json, 0, false);
+        let (first, memo) = decode_registration(&request, ConnId(1), &settings, None).unwrap();
+        assert!(matches!(first.registration.topics, TopicsPayload::Full(_)));
+        let (again, _) = decode_registration(&request, ConnId(1), &settings, Some(&memo)).unwrap();
+        assert!(
+            matches!(again.registration.topics, TopicsPayload::Same(s) if s == first.registration.topics.summary())
+        );
+        // Another body, or the same read under other rules, is decoded.
+        let other = register_request(
+            to_json(&RegisterBrokerBody::default(), JsonStyle::Legacy),
+            0,
+            false,
+        );
+        let (third, _) = decode_registration(&other, ConnId(1), &settings, Some(&memo)).unwrap();
+        assert!(matches!(third.registration.topics, TopicsPayload::Full(_)));
+        let old = request.clone().with_version(100);
+        let (fourth, _) = decode_registration(&old, ConnId(1), &settings, Some(&memo)).unwrap();
+        assert!(matches!(fourth.registration.topics, TopicsPayload::Full(_)));
+        // dispatch leaves registrations to the connection.
+        assert!(matches!(dispatch(&request), Ok(Request::RegisterBroker(_))));
+    }
+
+    #[test]
+    fn route_style_by_version_and_flag() {
+        let style = |cmd: RemotingCommand| match dispatch(&cmd) {
             Ok(Request::GetRouteInfo(m)) => m.style,
             other => panic!("{other:?}"),
         };
@@ -407,20 +431,9 @@ mod tests {
 
     #[test]
     fn unknown_and_bad_requests_answer_at_once() {
-        let settings = ConnectionSettings::default();
-        let err = dispatch(
-            &RemotingCommand::request(RequestCode(10)),
-            ConnId(1),
-            &settings,
-        )
-        .unwrap_err();
+        let err = dispatch(&RemotingCommand::request(RequestCode(10))).unwrap_err();
         assert_eq!(err.code, 3);
-        let err = dispatch(
-            &RemotingCommand::request(RequestCode::UNREGISTER_BROKER),
-            ConnId(1),
-            &settings,
-        )
-        .unwrap_err();
+        let err = dispatch(&RemotingCommand::request(RequestCode::UNREGISTER_BROKER)).unwrap_err();
         assert_eq!(
             err.remark.as_deref(),
             Some("the custom field <brokerName> is null")
@@ -429,11 +442,6 @@ mod tests {
             .with_ext("brokerAddr", "a")
             .with_ext("clusterName", "c")
             .with_body(&b"{not json"[..]);
-        assert_eq!(
-            dispatch(&bad_version, ConnId(1), &settings)
-                .unwrap_err()
-                .code,
-            1
-        );
+        assert_eq!(dispatch(&bad_version).unwrap_err().code, 1);
     }
 }
