@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 use rmq_namesrv::actors::messages::{GetRouteStats, ListBrokers};
 use rmq_namesrv::config::Config;
-use rmq_namesrv::sim::{SimBroker, SimBrokerSpec, SimClient, SimClientSpec, XorShift};
+use rmq_namesrv::tools::sim::{SimBroker, SimBrokerSpec, SimClient, SimClientSpec, XorShift};
 use rmq_namesrv::{NameServer, NameServerHandle};
 
 #[derive(Debug, Parser)]
@@ -136,7 +136,7 @@ impl Cluster {
             };
             brokers.push_str(&format!(
                 "  {}#{} {}",
-                broker.spec.name, broker.spec.id, state
+                broker.spec.broker.name, broker.spec.broker.id, state
             ));
         }
         println!("{brokers}");
@@ -177,12 +177,15 @@ impl Cluster {
                 Some(running) => {
                     println!(
                         "chaos: killing {}#{} (its connections drop)",
-                        broker.spec.name, broker.spec.id
+                        broker.spec.broker.name, broker.spec.broker.id
                     );
                     running.stop(false).await;
                 }
                 None => {
-                    println!("chaos: {}#{} is back", broker.spec.name, broker.spec.id);
+                    println!(
+                        "chaos: {}#{} is back",
+                        broker.spec.broker.name, broker.spec.broker.id
+                    );
                     broker.running = Some(SimBroker::spawn(broker.spec.clone()));
                 }
             }

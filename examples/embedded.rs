@@ -16,7 +16,7 @@ use clap::Parser;
 use rmq_namesrv::actors::messages::{GetRouteStats, QueryRoute};
 use rmq_namesrv::actors::registry::RouteRegistry;
 use rmq_namesrv::config::Config;
-use rmq_namesrv::sim::{SimBroker, SimBrokerSpec};
+use rmq_namesrv::tools::sim::{SimBroker, SimBrokerSpec};
 use rmq_namesrv::NameServer;
 
 #[derive(Debug, Parser)]

@@ -6,12 +6,12 @@ use std::time::Duration;
 use actix::prelude::*;
 use rmq_actors::messages::LookupProductEnvRoute;
 use rmq_protocol::body::TopicRouteData;
+use rmq_protocol::custom_headers::{CommandHeader, GetRouteInfoHeader};
 use rmq_protocol::fastjson;
-use rmq_protocol::headers::{CommandHeader, GetRouteInfoHeader};
 use rmq_protocol::{RemotingCommand, RequestCode, ResponseCode};
 use tracing::{debug, info};
 
-use crate::client::Client;
+use rmq_tools::client::Client;
 
 /// The product-environment lookup actor.
 pub struct ProductEnv {

@@ -46,15 +46,13 @@
 //! [`NameServer::start`] takes an already bound listener instead (tests bind `127.0.0.1:0`).
 //! The actors run under supervisors; see the README for what survives a restart.
 
-pub mod admin;
-pub mod client;
 pub mod cluster_test;
 pub mod config;
 pub mod java_props;
 pub mod runtime;
 pub mod server;
-pub mod sim;
 
 pub use rmq_actors as actors;
 pub use rmq_protocol as protocol;
+pub use rmq_tools as tools;
 pub use server::{NameServer, NameServerHandle, StartError};

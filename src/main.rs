@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use rmq_namesrv::admin::AdminArgs;
 use rmq_namesrv::config::{Config, Overrides};
+use rmq_namesrv::tools::admin::AdminArgs;
 use rmq_namesrv::NameServer;
 use tracing::{error, info};
 
@@ -95,7 +95,7 @@ fn admin(args: AdminArgs) -> ExitCode {
         .enable_all()
         .build()
     {
-        Ok(runtime) => runtime.block_on(rmq_namesrv::admin::run(args)),
+        Ok(runtime) => runtime.block_on(rmq_namesrv::tools::admin::run(args)),
         Err(err) => {
             eprintln!("rmq-namesrv admin: cannot start a runtime: {err}");
             ExitCode::FAILURE

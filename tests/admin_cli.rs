@@ -7,9 +7,10 @@ mod support;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use rmq_namesrv::client::Client;
 use rmq_namesrv::protocol::body::TopicRouteData;
 use rmq_namesrv::protocol::{RemotingCommand, RequestCode};
+use rmq_namesrv::tools::broker::FakeBroker;
+use rmq_namesrv::tools::client::Client;
 use rmq_namesrv::NameServerHandle;
 use serde_json::Value;
 use support::*;
@@ -72,7 +73,7 @@ fn addr(server: &NameServerHandle) -> String {
 }
 
 /// Registers `broker` on its own connection; the broker lives as long as the connection.
-async fn register(server: &NameServerHandle, broker: Broker) -> Client {
+async fn register(server: &NameServerHandle, broker: FakeBroker) -> Client {
     let mut conn = connect(server).await;
     let resp = conn.request(broker.register()).await.expect("register");
     assert_eq!(resp.code, 0, "{resp:?}");
@@ -83,12 +84,12 @@ async fn register(server: &NameServerHandle, broker: Broker) -> Client {
 async fn two_brokers(server: &NameServerHandle) -> (Client, Client) {
     let a = register(
         server,
-        Broker::master("broker-a", 10911, &["TopicA", "TopicB"]),
+        FakeBroker::master("broker-a", 10911, &["TopicA", "TopicB"]),
     )
     .await;
     let b = register(
         server,
-        Broker::master("broker-b", 10921, &["TopicB", "TopicC"]),
+        FakeBroker::master("broker-b", 10921, &["TopicB", "TopicC"]),
     )
     .await;
     (a, b)
@@ -557,12 +558,12 @@ async fn writes_reach_every_name_server() {
     let second = start_server(test_config());
     let _on_first = register(
         &first,
-        Broker::master("broker-a", 10911, &["TopicA", "TopicB"]),
+        FakeBroker::master("broker-a", 10911, &["TopicA", "TopicB"]),
     )
     .await;
     let _on_second = register(
         &second,
-        Broker::master("broker-a", 10911, &["TopicA", "TopicB"]),
+        FakeBroker::master("broker-a", 10911, &["TopicA", "TopicB"]),
     )
     .await;
     let (a, b) = (addr(&first), addr(&second));

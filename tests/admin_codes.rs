@@ -6,10 +6,11 @@ mod support;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use rmq_namesrv::client::Client;
 use rmq_namesrv::protocol::body::{to_json, KvTable, QueueData, TopicList, TopicRouteData};
 use rmq_namesrv::protocol::fastjson::{self, JsonStyle};
 use rmq_namesrv::protocol::{properties, RemotingCommand, RequestCode};
+use rmq_namesrv::tools::broker::FakeBroker;
+use rmq_namesrv::tools::client::Client;
 use support::*;
 
 fn put_kv(ns: &str, key: &str, value: &str) -> RemotingCommand {
@@ -183,7 +184,7 @@ async fn order_topic_config_reaches_brokers_and_routes() {
     config.registry.order_message_enable = true;
     let server = start_server(config);
     let mut conn = connect(&server).await;
-    let broker = Broker::master("broker-a", 10911, &["Ordered", "Plain"]);
+    let broker = FakeBroker::master("broker-a", 10911, &["Ordered", "Plain"]);
     assert_eq!(conn.request(broker.register()).await.unwrap().code, 0);
     let before = conn.request(route_request("Ordered")).await.unwrap();
     assert!(!body_text(&before).contains("orderTopicConf"));
@@ -234,9 +235,9 @@ async fn order_topic_config_reaches_brokers_and_routes() {
 async fn topic_lists_and_switches() {
     let server = start_server(test_config());
     let mut conn = connect(&server).await;
-    let mut a = Broker::master("broker-a", 10911, &["A1", "A2"]);
+    let mut a = FakeBroker::master("broker-a", 10911, &["A1", "A2"]);
     a.cluster = "ClusterA".into();
-    let mut b = Broker::master("broker-b", 10921, &["B1", "B2"]);
+    let mut b = FakeBroker::master("broker-b", 10921, &["B1", "B2"]);
     b.cluster = "ClusterB".into();
     conn.request(a.register()).await.unwrap();
     conn.request(b.register()).await.unwrap();
@@ -326,7 +327,7 @@ async fn topic_lists_and_switches() {
 async fn unit_topic_lists_by_sys_flag() {
     let server = start_server(test_config());
     let mut conn = connect(&server).await;
-    let broker = Broker::master("broker-u", 10911, &[]);
+    let broker = FakeBroker::master("broker-u", 10911, &[]);
     let mut body = broker.body();
     for (name, flag) in [("Unit", 1), ("Sub", 2), ("Both", 3), ("None", 0)] {
         let mut t = rmq_namesrv::protocol::body::TopicConfig::new(name, 4, 6);
@@ -337,7 +338,7 @@ async fn unit_topic_lists_by_sys_flag() {
     }
     let json = to_json(&body, JsonStyle::Legacy);
     let header = broker.header(&json, false);
-    use rmq_namesrv::protocol::headers::CommandHeader;
+    use rmq_namesrv::protocol::custom_headers::CommandHeader;
     let register = RemotingCommand::request(RequestCode::REGISTER_BROKER)
         .with_ext_fields(header.to_ext())
         .with_body(json);
@@ -377,7 +378,7 @@ async fn unit_topic_lists_by_sys_flag() {
 async fn write_permission_and_topic_deletion() {
     let server = start_server(test_config());
     let mut conn = connect(&server).await;
-    let broker = Broker::master("broker-a", 10911, &["T1", "T2"]);
+    let broker = FakeBroker::master("broker-a", 10911, &["T1", "T2"]);
     conn.request(broker.register()).await.unwrap();
     let wipe = RemotingCommand::request(RequestCode::WIPE_WRITE_PERM_OF_BROKER)
         .with_ext("brokerName", "broker-a");
@@ -569,9 +570,9 @@ async fn acting_master_and_delete_with_registration() {
     let server = start_server(config);
     let mut conn = connect(&server).await;
     let mut master_conn = connect(&server).await;
-    let mut master = Broker::master("g", 10911, &["T", "U"]);
+    let mut master = FakeBroker::master("g", 10911, &["T", "U"]);
     master.enable_acting_master = Some(true);
-    let mut slave = Broker::slave("g", 10921, &["T", "U"]);
+    let mut slave = FakeBroker::slave("g", 10921, &["T", "U"]);
     slave.enable_acting_master = Some(true);
     master_conn.request(master.register()).await.unwrap();
     conn.request(slave.register()).await.unwrap();
@@ -600,7 +601,7 @@ async fn cluster_test_mode_asks_the_product_environment() {
     // The product environment: a normal server with a broker.
     let product = start_server(test_config());
     let mut product_conn = connect(&product).await;
-    let broker = Broker::master("prod-broker", 10911, &["ProdTopic", "Other"]);
+    let broker = FakeBroker::master("prod-broker", 10911, &["ProdTopic", "Other"]);
     assert_eq!(
         product_conn.request(broker.register()).await.unwrap().code,
         0
@@ -624,7 +625,7 @@ async fn cluster_test_mode_asks_the_product_environment() {
     let resp = conn.request(route_request("Nowhere")).await.unwrap();
     assert_eq!(resp.code, 17);
     // A local route wins, with orderTopicConf from the local KV store, legacy encoded.
-    let local = Broker::master("test-broker", 10921, &["ProdTopic", "Local"]);
+    let local = FakeBroker::master("test-broker", 10921, &["ProdTopic", "Local"]);
     conn.request(local.register()).await.unwrap();
     conn.request(put_kv("ORDER_TOPIC_CONFIG", "ProdTopic", "test-broker:4"))
         .await

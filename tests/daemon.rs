@@ -9,8 +9,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use rmq_namesrv::actors::kv::KvTables;
-use rmq_namesrv::client::Client;
 use rmq_namesrv::protocol::{RemotingCommand, RequestCode};
+use rmq_namesrv::tools::client::Client;
 use support::TIMEOUT;
 
 const BIN: &str = env!("CARGO_BIN_EXE_rmq-namesrv");

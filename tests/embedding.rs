@@ -8,14 +8,15 @@ use std::time::Duration;
 use rmq_namesrv::actors::kv::GetKvConfig;
 use rmq_namesrv::actors::messages::{GetRouteStats, ListBrokers, QueryRoute, Restart};
 use rmq_namesrv::protocol::{RemotingCommand, RequestCode};
-use rmq_namesrv::sim::{SimBroker, SimBrokerSpec, SimClient, SimClientSpec};
+use rmq_namesrv::tools::broker::FakeBroker;
+use rmq_namesrv::tools::sim::{SimBroker, SimBrokerSpec, SimClient, SimClientSpec};
 use support::*;
 
 #[actix::test]
 async fn typed_messages_for_applications() {
     let server = start_server(test_config());
     let mut conn = connect(&server).await;
-    let master = Broker::master("broker-a", 10911, &["TopicTest", "T2"]);
+    let master = FakeBroker::master("broker-a", 10911, &["TopicTest", "T2"]);
     conn.request(master.register()).await.unwrap();
 
     let route = server
@@ -60,7 +61,7 @@ async fn typed_messages_for_applications() {
 async fn registry_restart_is_supervised_and_brokers_rebuild_routes() {
     let server = start_server(test_config());
     let mut conn = connect(&server).await;
-    let broker = Broker::master("broker-a", 10911, &["TopicTest", "T2"]);
+    let broker = FakeBroker::master("broker-a", 10911, &["TopicTest", "T2"]);
     conn.request(broker.register()).await.unwrap();
     assert_eq!(
         conn.request(route_request("TopicTest")).await.unwrap().code,

@@ -6,8 +6,9 @@ mod support;
 use std::time::Duration;
 
 use rmq_namesrv::protocol::body::to_json;
+use rmq_namesrv::protocol::custom_headers::CommandHeader;
 use rmq_namesrv::protocol::fastjson::JsonStyle;
-use rmq_namesrv::protocol::headers::CommandHeader;
+use rmq_namesrv::tools::broker::FakeBroker;
 use support::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -40,7 +41,7 @@ async fn malformed_frames_close_only_their_connection() {
 
     // A healthy broker and client stay connected throughout.
     let mut healthy = connect(&server).await;
-    let broker = Broker::master("broker-a", 10911, &["TopicTest", "T2"]);
+    let broker = FakeBroker::master("broker-a", 10911, &["TopicTest", "T2"]);
     assert_eq!(healthy.request(broker.register()).await.unwrap().code, 0);
 
     let mut oversize = vec![0x01, 0x00, 0x00, 0x01];
@@ -108,7 +109,7 @@ async fn malformed_frames_close_only_their_connection() {
 async fn golden_oneway_heartbeat_gets_no_reply() {
     let server = start_server(test_config());
     let mut conn = connect(&server).await;
-    let broker = Broker::master("broker-a", 10911, &["TopicTest", "T2"]);
+    let broker = FakeBroker::master("broker-a", 10911, &["TopicTest", "T2"]);
     // Register with the exact identity spec vector V8 refers to.
     let mut reg = broker.clone();
     reg.cluster = "DefaultCluster".into();
@@ -151,7 +152,7 @@ async fn golden_oneway_heartbeat_gets_no_reply() {
 async fn bad_bodies_and_headers_get_error_responses() {
     let server = start_server(test_config());
     let mut conn = connect(&server).await;
-    let broker = Broker::master("broker-a", 10911, &["TopicTest", "T2"]);
+    let broker = FakeBroker::master("broker-a", 10911, &["TopicTest", "T2"]);
 
     // Garbage body with a correct CRC: SYSTEM_ERROR, connection stays.
     let garbage = b"{\"topicConfigSerializeWrapper\": [not json".to_vec();

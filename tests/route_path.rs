@@ -9,13 +9,14 @@ use rmq_namesrv::actors::messages::RunScan;
 use rmq_namesrv::protocol::body::{ClusterInfo, DataVersion, TopicRouteData};
 use rmq_namesrv::protocol::fastjson;
 use rmq_namesrv::protocol::{RemotingCommand, RequestCode, SerializeType};
+use rmq_namesrv::tools::broker::FakeBroker;
 use support::*;
 
 #[actix::test]
 async fn register_route_heartbeat_expiry_and_close() {
     let server = start_server(test_config());
     let mut broker_conn = connect(&server).await;
-    let broker = Broker::master("broker-a", 10911, &["TopicTest", "Other"]);
+    let broker = FakeBroker::master("broker-a", 10911, &["TopicTest", "Other"]);
 
     let resp = broker_conn.request(broker.register()).await.unwrap();
     assert_eq!(resp.code, 0, "{:?}", resp.remark);
@@ -121,8 +122,8 @@ async fn master_and_slave() {
     let server = start_server(test_config());
     let mut master_conn = connect(&server).await;
     let mut slave_conn = connect(&server).await;
-    let master = Broker::master("broker-a", 10911, &["TopicTest", "T2"]);
-    let slave = Broker::slave("broker-a", 10921, &["TopicTest", "T2"]);
+    let master = FakeBroker::master("broker-a", 10911, &["TopicTest", "T2"]);
+    let slave = FakeBroker::slave("broker-a", 10921, &["TopicTest", "T2"]);
 
     // A slave registering before its master learns nothing.
     let resp = slave_conn.request(slave.register()).await.unwrap();
@@ -198,7 +199,7 @@ async fn master_and_slave() {
 async fn both_header_serializations() {
     let server = start_server(test_config());
     let mut conn = connect(&server).await;
-    let broker = Broker::master("broker-b", 10931, &["Bin", "Bin2"]);
+    let broker = FakeBroker::master("broker-b", 10931, &["Bin", "Bin2"]);
     let register = broker
         .register()
         .with_serialize_type(SerializeType::RocketMq);
@@ -252,7 +253,7 @@ async fn json_responses_when_configured() {
 async fn query_data_version_and_crc() {
     let server = start_server(test_config());
     let mut conn = connect(&server).await;
-    let broker = Broker::master("broker-c", 10941, &["A", "B"]);
+    let broker = FakeBroker::master("broker-c", 10941, &["A", "B"]);
 
     let resp = conn
         .request(broker.query_data_version(&broker.version))
@@ -284,7 +285,7 @@ async fn query_data_version_and_crc() {
     );
 
     // A body that does not match its CRC changes nothing.
-    let mut bad = Broker::master("broker-d", 10951, &["C", "D"]).register();
+    let mut bad = FakeBroker::master("broker-d", 10951, &["C", "D"]).register();
     bad.ext_fields
         .as_mut()
         .unwrap()
@@ -297,13 +298,13 @@ async fn query_data_version_and_crc() {
     assert_eq!(conn.request(route_request("C")).await.unwrap().code, 17);
 
     // A 4.x broker's compressed registration.
-    let old = Broker::master("broker-e", 10961, &["Zipped", "Zipped2"]);
+    let old = FakeBroker::master("broker-e", 10961, &["Zipped", "Zipped2"]);
     let resp = conn.request(old.register_compressed()).await.unwrap();
     assert_eq!(resp.code, 0, "{:?}", resp.remark);
     assert_eq!(conn.request(route_request("Zipped")).await.unwrap().code, 0);
 
     // A single-topic first registration fails like Java.
-    let single = Broker::master("broker-f", 10971, &["Only"]);
+    let single = FakeBroker::master("broker-f", 10971, &["Only"]);
     let resp = conn.request(single.register()).await.unwrap();
     assert_eq!(
         (resp.code, resp.remark.as_deref()),
@@ -316,7 +317,7 @@ async fn query_data_version_and_crc() {
 async fn pipelined_requests_all_answered() {
     let server = start_server(test_config());
     let mut conn = connect(&server).await;
-    let broker = Broker::master("broker-p", 10981, &["P1", "P2"]);
+    let broker = FakeBroker::master("broker-p", 10981, &["P1", "P2"]);
     assert_eq!(conn.request(broker.register()).await.unwrap().code, 0);
 
     use futures_util::{SinkExt, StreamExt};
@@ -454,8 +455,8 @@ async fn identical_reregistrations_stay_exact() {
     let mut broker_conn = connect(&server).await;
     let mut slave_conn = connect(&server).await;
     let mut admin = connect(&server).await;
-    let broker = Broker::master("broker-a", 10911, &["Keep", "Gone"]);
-    let slave = Broker::slave("broker-a", 10921, &["Keep", "Gone"]);
+    let broker = FakeBroker::master("broker-a", 10911, &["Keep", "Gone"]);
+    let slave = FakeBroker::slave("broker-a", 10921, &["Keep", "Gone"]);
     for _ in 0..3 {
         // The same bytes again and again on the same connection: each answered in full.
         assert_eq!(
@@ -494,12 +495,12 @@ async fn identical_reregistrations_stay_exact() {
 async fn zone_filtering_of_routes() {
     let server = start_server(test_config());
     let mut conn = connect(&server).await;
-    let mut a = Broker::master("broker-a", 10911, &["Zoned", "Other"]);
+    let mut a = FakeBroker::master("broker-a", 10911, &["Zoned", "Other"]);
     a.zone = Some("zone-a".into());
-    let mut b = Broker::master("broker-b", 10921, &["Zoned", "Other"]);
+    let mut b = FakeBroker::master("broker-b", 10921, &["Zoned", "Other"]);
     b.zone = Some("zone-b".into());
     // A group without a master is kept whatever its zone.
-    let mut c = Broker::slave("broker-c", 10931, &["Zoned", "Other"]);
+    let mut c = FakeBroker::slave("broker-c", 10931, &["Zoned", "Other"]);
     c.zone = Some("zone-b".into());
     for broker in [&a, &b, &c] {
         assert_eq!(conn.request(broker.register()).await.unwrap().code, 0);

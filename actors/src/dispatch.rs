@@ -6,13 +6,13 @@ use std::time::Duration;
 
 use rmq_protocol::body::{DataVersion, RegisterBrokerBody, TopicRouteData};
 use rmq_protocol::code::version;
-use rmq_protocol::fastjson::{self, JsonStyle};
-use rmq_protocol::headers::{
+use rmq_protocol::custom_headers::{
     BrokerHeartbeatHeader, BrokerIdentityHeader, BrokerNameHeader, CommandHeader,
     DeleteKvConfigHeader, DeleteTopicHeader, GetBrokerMemberGroupHeader, GetKvConfigHeader,
     GetKvListByNamespaceHeader, GetRouteInfoHeader, GetTopicsByClusterHeader, HeaderFieldError,
     PutKvConfigHeader, QueryDataVersionHeader, RegisterBrokerHeader, RegisterTopicHeader,
 };
+use rmq_protocol::fastjson::{self, JsonStyle};
 use rmq_protocol::{ExtFields, RemotingCommand, RequestCode};
 
 use crate::kv::{DeleteKvConfig, GetKvConfig, GetKvList, PutKvConfig};
@@ -308,7 +308,7 @@ pub fn decode_registration(
 #[cfg(test)]
 mod tests {
     use rmq_protocol::body::{to_json, TopicConfig};
-    use rmq_protocol::headers::{CommandHeader, RegisterBrokerHeader};
+    use rmq_protocol::custom_headers::{CommandHeader, RegisterBrokerHeader};
 
     use super::*;
 

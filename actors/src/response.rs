@@ -2,8 +2,8 @@
 //! sends them). The connection then stamps opaque, version and serialize type.
 
 use rmq_protocol::body::to_json;
+use rmq_protocol::custom_headers::{CommandHeader, RegisterBrokerResponseHeader};
 use rmq_protocol::fastjson::JsonStyle;
-use rmq_protocol::headers::{CommandHeader, RegisterBrokerResponseHeader};
 use rmq_protocol::{ExtFields, RemotingCommand, ResponseCode};
 
 use crate::messages::{

@@ -1,16 +1,14 @@
-//! Simulated brokers: REGISTER_BROKER requests as a 5.x master sends them, encoded once.
+//! Simulated brokers: REGISTER_BROKER requests as a 5.x master sends them ([`FakeBroker`]),
+//! encoded once.
 
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
-use rmq_protocol::body::{perm, to_json, DataVersion, TopicConfig};
 use rmq_protocol::codec::encode_frame;
-use rmq_protocol::fastjson::JsonStyle;
-use rmq_protocol::headers::{CommandHeader, RegisterBrokerHeader};
-use rmq_protocol::{RemotingCommand, RequestCode, ResponseCode};
+use rmq_protocol::ResponseCode;
+use rmq_tools::broker::FakeBroker;
 use tokio::net::TcpStream;
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
@@ -45,25 +43,12 @@ impl Broker {
         queues: i32,
     ) -> Result<Self, BenchError> {
         let name = format!("{group}-{index:03}");
-        let port = 20_000 + index * 4;
-        let body = register_body(topics, queues);
-        let header = RegisterBrokerHeader {
-            broker_name: name.clone(),
-            broker_addr: format!("127.0.0.1:{port}"),
-            cluster_name: CLUSTER.into(),
-            ha_server_addr: Some(format!("127.0.0.1:{}", port + 1)),
-            broker_id: 0,
-            heartbeat_timeout_millis: None,
-            enable_acting_master: Some(false),
-            compressed: false,
-            body_crc32: (crc32fast::hash(&body) & 0x7FFF_FFFF) as i32,
-            zone_name: None,
-        };
+        let port = u16::try_from(20_000 + index * 4)
+            .map_err(|_| BenchError::Protocol(format!("broker index {index} is too large")))?;
+        let mut broker = FakeBroker::new(CLUSTER, &name, 0, port, topics.to_vec());
+        broker.queues = queues;
         let opaque = i32::try_from(index).unwrap_or(i32::MAX);
-        let cmd = RemotingCommand::request(RequestCode::REGISTER_BROKER)
-            .with_opaque(opaque)
-            .with_ext_fields(header.to_ext())
-            .with_body(body);
+        let cmd = broker.register().with_opaque(opaque);
         let mut frame = BytesMut::new();
         encode_frame(&cmd, &mut frame)
             .map_err(|e| BenchError::Protocol(format!("cannot encode registration: {e}")))?;
@@ -91,38 +76,6 @@ impl Broker {
         }
         Ok(reply)
     }
-}
-
-/// The RegisterBrokerBody JSON of a 5.x broker (spec §4.3): filter-server list, then the
-/// topic-config-and-mapping wrapper with both data versions, the topic table and the two (empty)
-/// static-topic maps, keys in fastjson's alphabetical order.
-fn register_body(topics: &[String], queues: i32) -> Vec<u8> {
-    let version = DataVersion {
-        counter: 1,
-        state_version: 0,
-        timestamp: 1_700_000_000_000,
-    };
-    let table: BTreeMap<&str, TopicConfig> = topics
-        .iter()
-        .map(|t| {
-            (
-                t.as_str(),
-                TopicConfig::new(t.as_str(), queues, perm::READ | perm::WRITE),
-            )
-        })
-        .collect();
-    let version = to_json(&version, JsonStyle::Legacy);
-    let mut body = Vec::with_capacity(200 * topics.len() + 400);
-    body.extend_from_slice(
-        br#"{"filterServerList":[],"topicConfigSerializeWrapper":{"dataVersion":"#,
-    );
-    body.extend_from_slice(&version);
-    body.extend_from_slice(br#","mappingDataVersion":"#);
-    body.extend_from_slice(&version);
-    body.extend_from_slice(br#","topicConfigTable":"#);
-    body.extend_from_slice(&to_json(&table, JsonStyle::Legacy));
-    body.extend_from_slice(br#","topicQueueMappingDetailMap":{},"topicQueueMappingInfoMap":{}}}"#);
-    body
 }
 
 /// A registered broker with its open connection (closing it would unregister the broker).
@@ -208,6 +161,8 @@ pub fn keep_alive(
 mod tests {
     use super::*;
     use rmq_protocol::body::RegisterBrokerBody;
+    use rmq_protocol::custom_headers::{CommandHeader, RegisterBrokerHeader};
+    use rmq_protocol::{RemotingCommand, RequestCode};
 
     /// Decodes a whole frame with the protocol crate, as a server would.
     fn decode(frame: &Bytes) -> RemotingCommand {

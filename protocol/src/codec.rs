@@ -10,7 +10,7 @@ use tokio_util::codec::{Decoder, Encoder};
 
 use crate::code::SerializeType;
 use crate::command::RemotingCommand;
-use crate::header::{self, HeaderError};
+use crate::header_codec::{self, HeaderError};
 
 /// Java's default maximum frame (`com.rocketmq.remoting.frameMaxLength`): 16 MiB including the
 /// 4-byte length field.
@@ -115,7 +115,7 @@ pub fn decode_frame(mut frame: Bytes) -> Result<RemotingCommand, FrameError> {
         });
     }
     let header_bytes = frame.split_to(header_len);
-    let mut cmd = header::decode(serialize_type, &header_bytes)?;
+    let mut cmd = header_codec::decode(serialize_type, &header_bytes)?;
     cmd.body = (!frame.is_empty()).then_some(frame);
     Ok(cmd)
 }
@@ -130,7 +130,7 @@ pub fn encode_head(
     let start = dst.len();
     dst.reserve(8 + 160);
     dst.put_u64(0);
-    if let Err(err) = header::encode(cmd, dst) {
+    if let Err(err) = header_codec::encode(cmd, dst) {
         dst.truncate(start);
         return Err(FrameError::Encode(err));
     }

@@ -25,9 +25,9 @@ pub mod body;
 pub mod code;
 pub mod codec;
 pub mod command;
+pub mod custom_headers;
 pub mod fastjson;
-pub mod header;
-pub mod headers;
+pub mod header_codec;
 pub mod properties;
 
 pub use code::{LanguageCode, RequestCode, ResponseCode, SerializeType};

@@ -4,8 +4,8 @@
 use bytes::BytesMut;
 use rmq_protocol::body::{to_json, DataVersion, RegisterBrokerBody, TopicConfig, TopicRouteData};
 use rmq_protocol::codec::{encode_frame, RemotingCodec};
+use rmq_protocol::custom_headers::{CommandHeader, GetRouteInfoHeader, RegisterBrokerHeader};
 use rmq_protocol::fastjson::{self, JsonStyle};
-use rmq_protocol::headers::{CommandHeader, GetRouteInfoHeader, RegisterBrokerHeader};
 use rmq_protocol::{properties, RemotingCommand, RequestCode, SerializeType};
 use tokio_util::codec::Decoder;
 

@@ -4,12 +4,9 @@
 
 use std::time::Duration;
 
-use rmq_namesrv::client::Client;
 use rmq_namesrv::config::Config;
-use rmq_namesrv::protocol::body::{to_json, DataVersion, RegisterBrokerBody, TopicConfig};
-use rmq_namesrv::protocol::fastjson::JsonStyle;
-use rmq_namesrv::protocol::headers::{BrokerIdentityHeader, CommandHeader, RegisterBrokerHeader};
 use rmq_namesrv::protocol::{RemotingCommand, RequestCode};
+use rmq_namesrv::tools::client::Client;
 use rmq_namesrv::{NameServer, NameServerHandle};
 
 pub const TIMEOUT: Duration = Duration::from_secs(5);
@@ -70,120 +67,6 @@ pub async fn connect(server: &NameServerHandle) -> Client {
     Client::connect(&server.local_addr().to_string(), TIMEOUT)
         .await
         .expect("connect")
-}
-
-/// One broker instance as a test registers it.
-#[derive(Debug, Clone)]
-pub struct Broker {
-    pub cluster: String,
-    pub name: String,
-    pub addr: String,
-    pub ha_addr: String,
-    pub id: i64,
-    pub topics: Vec<String>,
-    pub version: DataVersion,
-    pub enable_acting_master: Option<bool>,
-    pub heartbeat_timeout_millis: Option<i64>,
-    pub zone: Option<String>,
-}
-
-impl Broker {
-    pub fn master(name: &str, port: u16, topics: &[&str]) -> Self {
-        Self {
-            cluster: "DefaultCluster".into(),
-            name: name.into(),
-            addr: format!("127.0.0.1:{port}"),
-            ha_addr: format!("127.0.0.1:{}", port + 1),
-            id: 0,
-            topics: topics.iter().map(|t| (*t).to_owned()).collect(),
-            version: DataVersion {
-                counter: 1,
-                state_version: 0,
-                timestamp: 1_700_000_000_000,
-            },
-            enable_acting_master: Some(false),
-            heartbeat_timeout_millis: None,
-            zone: None,
-        }
-    }
-
-    pub fn slave(name: &str, port: u16, topics: &[&str]) -> Self {
-        Self {
-            id: 1,
-            ..Self::master(name, port, topics)
-        }
-    }
-
-    pub fn body(&self) -> RegisterBrokerBody {
-        let mut body = RegisterBrokerBody::default();
-        body.topic_config_wrapper.data_version = self.version;
-        for topic in &self.topics {
-            body.topic_config_wrapper
-                .topic_config_table
-                .insert(topic.clone(), TopicConfig::new(topic.as_str(), 4, 6));
-        }
-        body
-    }
-
-    pub fn header(&self, body: &[u8], compressed: bool) -> RegisterBrokerHeader {
-        RegisterBrokerHeader {
-            broker_name: self.name.clone(),
-            broker_addr: self.addr.clone(),
-            cluster_name: self.cluster.clone(),
-            ha_server_addr: Some(self.ha_addr.clone()),
-            broker_id: self.id,
-            heartbeat_timeout_millis: self.heartbeat_timeout_millis,
-            enable_acting_master: self.enable_acting_master,
-            compressed,
-            body_crc32: (crc32fast::hash(body) & 0x7FFF_FFFF) as i32,
-            zone_name: self.zone.clone(),
-        }
-    }
-
-    /// REGISTER_BROKER as a 5.x broker sends it: JSON body, CRC, enableActingMaster.
-    pub fn register(&self) -> RemotingCommand {
-        let body = to_json(&self.body(), JsonStyle::Legacy);
-        RemotingCommand::request(RequestCode::REGISTER_BROKER)
-            .with_ext_fields(self.header(&body, false).to_ext())
-            .with_body(body)
-    }
-
-    /// REGISTER_BROKER as a 4.x broker with compressedRegister sends it.
-    pub fn register_compressed(&self) -> RemotingCommand {
-        let body = self.body().encode_compressed(false);
-        RemotingCommand::request(RequestCode::REGISTER_BROKER)
-            .with_version(409)
-            .with_ext_fields(self.header(&body, true).to_ext())
-            .with_body(body)
-    }
-
-    pub fn unregister(&self) -> RemotingCommand {
-        RemotingCommand::request(RequestCode::UNREGISTER_BROKER).with_ext_fields(
-            BrokerIdentityHeader {
-                broker_name: self.name.clone(),
-                broker_addr: self.addr.clone(),
-                cluster_name: self.cluster.clone(),
-                broker_id: self.id,
-            }
-            .to_ext(),
-        )
-    }
-
-    pub fn heartbeat(&self) -> RemotingCommand {
-        RemotingCommand::request(RequestCode::BROKER_HEARTBEAT)
-            .with_ext("clusterName", self.cluster.clone())
-            .with_ext("brokerAddr", self.addr.clone())
-            .with_ext("brokerName", self.name.clone())
-    }
-
-    pub fn query_data_version(&self, version: &DataVersion) -> RemotingCommand {
-        RemotingCommand::request(RequestCode::QUERY_DATA_VERSION)
-            .with_ext("brokerName", self.name.clone())
-            .with_ext("brokerAddr", self.addr.clone())
-            .with_ext("clusterName", self.cluster.clone())
-            .with_ext("brokerId", self.id.to_string())
-            .with_body(to_json(version, JsonStyle::Legacy))
-    }
 }
 
 pub fn route_request(topic: &str) -> RemotingCommand {

@@ -9,29 +9,17 @@
 use std::time::{Duration, Instant};
 
 use futures_util::future::join_all;
-use rmq_protocol::body::{to_json, DataVersion, RegisterBrokerBody, TopicConfig};
-use rmq_protocol::fastjson::JsonStyle;
-use rmq_protocol::headers::{
-    BrokerHeartbeatHeader, BrokerIdentityHeader, CommandHeader, RegisterBrokerHeader,
-};
 use rmq_protocol::{RemotingCommand, RequestCode, ResponseCode};
 use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
 
+use crate::broker::FakeBroker;
 use crate::client::Client;
 
-/// What a simulated broker is.
+/// What a simulated broker is: the broker itself and how it talks to its NameServers.
 #[derive(Debug, Clone)]
 pub struct SimBrokerSpec {
-    pub cluster: String,
-    pub name: String,
-    /// 0 = master.
-    pub id: i64,
-    /// The address it advertises (nothing listens there).
-    pub addr: String,
-    pub ha_addr: String,
-    pub topics: Vec<String>,
-    pub queues: i32,
+    pub broker: FakeBroker,
     /// NameServers to register with.
     pub namesrv: Vec<String>,
     pub register_interval: Duration,
@@ -53,71 +41,12 @@ impl SimBrokerSpec {
         namesrv: Vec<String>,
     ) -> Self {
         Self {
-            cluster: cluster.into(),
-            name: name.into(),
-            id,
-            addr: format!("127.0.0.1:{port}"),
-            ha_addr: format!("127.0.0.1:{}", port.saturating_add(1)),
-            topics,
-            queues: 4,
+            broker: FakeBroker::new(cluster, name, id, port, topics),
             namesrv,
             register_interval: Duration::from_secs(30),
             heartbeat_interval: None,
             timeout: Duration::from_secs(3),
         }
-    }
-
-    /// The REGISTER_BROKER request a 5.x broker sends for this spec.
-    pub fn register_request(&self) -> RemotingCommand {
-        let mut body = RegisterBrokerBody::default();
-        body.topic_config_wrapper.data_version = DataVersion {
-            counter: 1,
-            state_version: 0,
-            timestamp: 1_700_000_000_000,
-        };
-        for topic in &self.topics {
-            body.topic_config_wrapper.topic_config_table.insert(
-                topic.clone(),
-                TopicConfig::new(topic.as_str(), self.queues, 6),
-            );
-        }
-        let body = to_json(&body, JsonStyle::Legacy);
-        let header = RegisterBrokerHeader {
-            broker_name: self.name.clone(),
-            broker_addr: self.addr.clone(),
-            cluster_name: self.cluster.clone(),
-            ha_server_addr: Some(self.ha_addr.clone()),
-            broker_id: self.id,
-            heartbeat_timeout_millis: None,
-            enable_acting_master: Some(false),
-            compressed: false,
-            body_crc32: (crc32fast::hash(&body) & 0x7FFF_FFFF) as i32,
-            zone_name: None,
-        };
-        RemotingCommand::request(RequestCode::REGISTER_BROKER)
-            .with_ext_fields(header.to_ext())
-            .with_body(body)
-    }
-
-    fn unregister_request(&self) -> RemotingCommand {
-        let header = BrokerIdentityHeader {
-            broker_name: self.name.clone(),
-            broker_addr: self.addr.clone(),
-            cluster_name: self.cluster.clone(),
-            broker_id: self.id,
-        };
-        RemotingCommand::request(RequestCode::UNREGISTER_BROKER).with_ext_fields(header.to_ext())
-    }
-
-    fn heartbeat_request(&self) -> RemotingCommand {
-        let header = BrokerHeartbeatHeader {
-            cluster_name: self.cluster.clone(),
-            broker_addr: self.addr.clone(),
-            broker_name: Some(self.name.clone()),
-            broker_id: Some(self.id),
-            ..BrokerHeartbeatHeader::default()
-        };
-        RemotingCommand::request(RequestCode::BROKER_HEARTBEAT).with_ext_fields(header.to_ext())
     }
 }
 
@@ -170,7 +99,7 @@ impl Link {
     }
 
     async fn register(&mut self, spec: &SimBrokerSpec) {
-        match self.request(spec.register_request(), spec.timeout).await {
+        match self.request(spec.broker.register(), spec.timeout).await {
             Ok(resp) if resp.response_code() == ResponseCode::SUCCESS => {
                 self.status.registrations += 1;
                 self.status.last_registered = Some(Instant::now());
@@ -279,7 +208,7 @@ async fn run_broker(
             if now >= at {
                 for link in &mut links {
                     if let Some(client) = link.client.as_mut() {
-                        let _ = client.oneway(spec.heartbeat_request()).await;
+                        let _ = client.oneway(spec.broker.heartbeat()).await;
                     }
                 }
                 next_heartbeat = Some(Instant::now() + every);
@@ -291,7 +220,7 @@ async fn run_broker(
                 if graceful.unwrap_or(false) {
                     // A real broker unregisters from each NameServer in turn.
                     for link in &mut links {
-                        let _ = link.request(spec.unregister_request(), spec.timeout).await;
+                        let _ = link.request(spec.broker.unregister(), spec.timeout).await;
                     }
                 }
                 return;

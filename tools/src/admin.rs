@@ -28,7 +28,7 @@ use std::time::Duration;
 
 use clap::{Args, Subcommand};
 use rmq_protocol::body::{ClusterInfo, KvTable, TopicList, TopicRouteData};
-use rmq_protocol::headers::{
+use rmq_protocol::custom_headers::{
     BrokerNameHeader, CommandHeader, DeleteKvConfigHeader, DeleteTopicHeader, GetKvConfigHeader,
     GetKvListByNamespaceHeader, GetRouteInfoHeader, GetTopicsByClusterHeader, PutKvConfigHeader,
 };

@@ -1,0 +1,13 @@
+//! Client-side tools for any RocketMQ NameServer (ours or Java's), kept apart from the server:
+//!
+//! - [`client`]: one connection, requests matched to responses by opaque;
+//! - [`broker`]: [`broker::FakeBroker`], the requests a broker sends (REGISTER_BROKER in its 5.x
+//!   and 4.x forms, UNREGISTER_BROKER, BROKER_HEARTBEAT, QUERY_DATA_VERSION), built one way for
+//!   the tests, the simulated brokers and the load generator;
+//! - [`sim`]: simulated brokers and clients that keep talking to NameServers (the dev cluster);
+//! - [`admin`]: `rmq-namesrv admin`, mqadmin's NameServer commands.
+
+pub mod admin;
+pub mod broker;
+pub mod client;
+pub mod sim;
