@@ -1,6 +1,6 @@
 //! [`FakeBroker`]: the requests a RocketMQ broker sends a NameServer, built the way real brokers
 //! build them. The one broker builder of the workspace: the integration tests, the simulated
-//! brokers of the dev cluster ([`crate::sim`]) and the load generator (which encodes its frames
+//! brokers of the dev cluster (the `sim` module) and the load generator (which encodes its frames
 //! once from it) all use it.
 
 use std::collections::BTreeMap;

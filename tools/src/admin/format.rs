@@ -1,0 +1,190 @@
+//! Text layouts: aligned tables, mqadmin's clusterList table, a NameServer's configuration, and
+//! properties escaping for updateNamesrvConfig.
+
+use std::collections::BTreeMap;
+
+use rmq_protocol::body::ClusterInfo;
+
+/// Columns padded to their widest cell, two spaces apart; the last column is not padded.
+pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    let header = header.iter().map(|h| (*h).to_owned()).collect::<Vec<_>>();
+    for row in std::iter::once(&header).chain(rows) {
+        let last = row.len().saturating_sub(1);
+        let mut line = String::new();
+        for (i, (cell, width)) in row.iter().zip(&widths).enumerate() {
+            if i == last {
+                line.push_str(cell);
+            } else {
+                line.push_str(&format!("{cell:<width$}  "));
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// mqadmin's clusterList columns: one row per broker instance, sorted by cluster, broker, id.
+pub fn cluster_table(info: &ClusterInfo) -> String {
+    let mut rows = Vec::new();
+    for (cluster, brokers) in &info.cluster_addr_table {
+        for broker in brokers {
+            // A broker name without a BrokerData is skipped, as mqadmin does.
+            let Some(data) = info.broker_addr_table.get(broker) else {
+                continue;
+            };
+            for (id, addr) in &data.broker_addrs {
+                rows.push(vec![
+                    cluster.clone(),
+                    broker.clone(),
+                    id.to_string(),
+                    addr.clone(),
+                ]);
+            }
+        }
+    }
+    table(&["#Cluster Name", "#Broker Name", "#BID", "#Addr"], &rows)
+}
+
+/// One NameServer's configuration: a `============addr============` line (as mqadmin), then
+/// `key = value` lines in key order.
+pub(super) fn config_block(addr: &str, config: &BTreeMap<String, String>) -> String {
+    let mut out = format!("============{addr}============\n");
+    for (key, value) in config {
+        out.push_str(&format!("{key} = {value}\n"));
+    }
+    out
+}
+
+/// Escapes a key or value for properties text as `java.util.Properties.store` does, so that
+/// `Properties.load` (Java) and our parser read back exactly `text`: backslash, control
+/// characters, separators in keys, leading spaces, comment marks, and non-ASCII as `\uXXXX`
+/// (Java reads the body as ISO-8859-1).
+pub fn escape_property(text: &str, is_key: bool) -> String {
+    let mut out = String::with_capacity(text.len());
+    for (i, c) in text.chars().enumerate() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\t' => out.push_str("\\t"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\x0c' => out.push_str("\\f"),
+            ' ' if is_key || i == 0 => out.push_str("\\ "),
+            '=' | ':' | '#' | '!' => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if (' '..='~').contains(&c) => out.push(c),
+            c => {
+                let mut units = [0u16; 2];
+                for unit in c.encode_utf16(&mut units) {
+                    out.push_str(&format!("\\u{unit:04X}"));
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rmq_protocol::body::BrokerData;
+    use rmq_protocol::properties;
+
+    #[test]
+    fn tables_align_and_do_not_pad_the_last_column() {
+        let rows = vec![
+            vec![
+                "c1".to_owned(),
+                "broker-long-name".to_owned(),
+                "x".to_owned(),
+            ],
+            vec!["cluster-2".to_owned(), "b".to_owned(), "".to_owned()],
+        ];
+        assert_eq!(
+            table(&["#A", "#B", "#C"], &rows),
+            "#A         #B                #C\n\
+             c1         broker-long-name  x\n\
+             cluster-2  b\n"
+        );
+        assert_eq!(table(&["#Only"], &[]), "#Only\n");
+    }
+
+    #[test]
+    fn cluster_rows_sorted_by_cluster_broker_id() {
+        let mut info = ClusterInfo::default();
+        for (name, addrs) in [
+            ("broker-b", vec![(0, "127.0.0.1:10921")]),
+            (
+                "broker-a",
+                vec![(1, "127.0.0.1:10912"), (0, "127.0.0.1:10911")],
+            ),
+        ] {
+            info.broker_addr_table.insert(
+                name.to_owned(),
+                BrokerData {
+                    broker_addrs: addrs
+                        .into_iter()
+                        .map(|(id, a)| (id, a.to_owned()))
+                        .collect(),
+                    broker_name: name.to_owned(),
+                    cluster: "DefaultCluster".to_owned(),
+                    ..BrokerData::default()
+                },
+            );
+        }
+        info.cluster_addr_table.insert(
+            "DefaultCluster".to_owned(),
+            ["broker-b", "broker-a", "ghost"]
+                .into_iter()
+                .map(str::to_owned)
+                .collect(),
+        );
+        assert_eq!(
+            cluster_table(&info),
+            "#Cluster Name   #Broker Name  #BID  #Addr\n\
+             DefaultCluster  broker-a      0     127.0.0.1:10911\n\
+             DefaultCluster  broker-a      1     127.0.0.1:10912\n\
+             DefaultCluster  broker-b      0     127.0.0.1:10921\n"
+        );
+    }
+
+    #[test]
+    fn escaped_properties_read_back() {
+        for (key, value) in [
+            ("plain", "value"),
+            ("odd key=:#", " leading space, trailing \\ and = : # !"),
+            ("multi", "line\nbreak\ttab\r"),
+            ("unicode", "héllo ☃ 𝄞"),
+            ("", ""),
+        ] {
+            let body = format!(
+                "{}={}\n",
+                escape_property(key, true),
+                escape_property(value, false)
+            );
+            assert!(body.is_ascii(), "{body:?}");
+            let parsed = properties::parse(&body).unwrap();
+            let expected = if value.contains('𝄞') {
+                // Our parser maps each surrogate unit to U+FFFD; Java joins the pair.
+                value.replace('𝄞', "\u{FFFD}\u{FFFD}")
+            } else {
+                value.to_owned()
+            };
+            assert_eq!(parsed.get(key), Some(&expected), "{body:?}");
+        }
+        assert_eq!(
+            escape_property("orderMessageEnable", true),
+            "orderMessageEnable"
+        );
+        assert_eq!(escape_property("true", false), "true");
+    }
+}

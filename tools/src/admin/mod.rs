@@ -1,0 +1,204 @@
+//! `rmq-namesrv admin`: an mqadmin-style command line client of any NameServer (ours or Java's).
+//!
+//! ```text
+//! rmq-namesrv admin [-n "host:port;host:port"] [--timeout 3s] [--json] <command> [options]
+//! ```
+//!
+//! Like mqadmin, reads (`clusterList`, `topicRoute`, `topicList`, `getKvConfig`, `kvList`) go to
+//! the first NameServer of the list that answers; writes (`updateKvConfig`, `deleteKvConfig`,
+//! `wipeWritePerm`, `addWritePerm`, `deleteTopic`, `updateNamesrvConfig`) and `getNamesrvConfig`
+//! go to every NameServer of the list, each reported on its own line.
+//!
+//! Exit codes: 0 success; 1 a NameServer answered a non-success code (or an unreadable body);
+//! 2 usage error (clap's); 3 a NameServer cannot be reached (refused, timeout, closed). With
+//! several NameServers the worst outcome wins (3 over 1 over 0). Errors go to stderr.
+//!
+//! `--json` prints one JSON document on stdout:
+//! - a read that got an answer: `{"ok":true,"namesrv":ADDR,"result":R}`;
+//! - every other case: `{"ok":BOOL,"results":[ENTRY...]}`, one entry per NameServer asked,
+//!   `{"namesrv":ADDR,"ok":true,"result":R}` or `{"namesrv":ADDR,"ok":false,"error":E}`, where
+//!   `E` is `{"kind":"unreachable"|"answered"|"bad_response","message":TEXT}` plus `code`, `name`
+//!   and `remark` for `answered`.
+//!
+//! One file per concern:
+//! - `command`: the commands and their options ([`AdminCommand`]);
+//! - `ask`: how a request goes to the NameServers — reads to the first that answers, writes to
+//!   every one — and becomes a [`Report`];
+//! - `report`: what went wrong ([`Cause`], [`AdminError`]) and what to print ([`Report`]);
+//! - `format`: text layouts ([`table`], [`cluster_table`]) and [`escape_property`];
+//! - one file per group of commands, each command one function: `cluster` (clusterList),
+//!   `topic` (topicRoute, topicList, deleteTopic), `kv` (getKvConfig, updateKvConfig,
+//!   deleteKvConfig, kvList), `perm` (wipeWritePerm, addWritePerm), `namesrv_config`
+//!   (getNamesrvConfig, updateNamesrvConfig).
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Args;
+
+mod ask;
+mod cluster;
+mod command;
+mod format;
+mod kv;
+mod namesrv_config;
+mod perm;
+mod report;
+mod topic;
+
+use ask::Ask;
+pub use command::AdminCommand;
+pub use format::{cluster_table, escape_property, table};
+pub use report::{AdminError, Cause, Report};
+
+/// Exit status: success.
+pub const EXIT_OK: u8 = 0;
+/// Exit status: a NameServer answered a non-success code or an unreadable response.
+pub const EXIT_ANSWERED: u8 = 1;
+/// Exit status: usage error (what clap exits with).
+pub const EXIT_USAGE: u8 = 2;
+/// Exit status: a NameServer cannot be reached.
+pub const EXIT_UNREACHABLE: u8 = 3;
+
+/// `rmq-namesrv admin`: options shared by every command, then the command.
+#[derive(Debug, Clone, Args)]
+#[command(
+    about = "Administer running NameServers (ours or Java's), like mqadmin",
+    long_about = "Administer running NameServers (ours or Java's), like mqadmin.\n\n\
+        Reads go to the first NameServer of -n that answers; writes and getNamesrvConfig go to \
+        every one of them.\n\
+        Exit codes: 0 success, 1 a NameServer answered an error, 2 usage error, \
+        3 a NameServer cannot be reached."
+)]
+pub struct AdminArgs {
+    #[command(flatten)]
+    pub target: Target,
+    #[command(subcommand)]
+    pub command: AdminCommand,
+}
+
+/// Which NameServers to ask, how long to wait, how to print.
+#[derive(Debug, Clone, Args)]
+pub struct Target {
+    /// NameServer addresses, ';'-separated, e.g. "10.0.0.1:9876;10.0.0.2:9876".
+    #[arg(
+        short = 'n',
+        long = "namesrv",
+        alias = "namesrvAddr",
+        env = "NAMESRV_ADDR",
+        default_value = "127.0.0.1:9876",
+        value_name = "HOST:PORT;...",
+        value_parser = parse_namesrv_list,
+        global = true
+    )]
+    pub namesrv: NamesrvList,
+    /// Bound on connecting and on each request, e.g. 500ms, 3s.
+    #[arg(long, default_value = "3s", value_name = "DURATION", value_parser = parse_timeout, global = true)]
+    pub timeout: Duration,
+    /// Print one JSON document on stdout instead of text.
+    #[arg(long, global = true)]
+    pub json: bool,
+}
+
+/// A non-empty list of `host:port` NameServer addresses, in the order given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NamesrvList(Vec<String>);
+
+impl NamesrvList {
+    pub fn addrs(&self) -> &[String] {
+        &self.0
+    }
+}
+
+/// Parses mqadmin's `-n` syntax: `host:port` entries separated by `;` (blank entries ignored).
+pub fn parse_namesrv_list(text: &str) -> Result<NamesrvList, String> {
+    let mut addrs = Vec::new();
+    for entry in text.split(';').map(str::trim).filter(|e| !e.is_empty()) {
+        let valid = entry
+            .rsplit_once(':')
+            .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok());
+        if !valid {
+            return Err(format!("{entry:?} is not HOST:PORT"));
+        }
+        addrs.push(entry.to_owned());
+    }
+    if addrs.is_empty() {
+        return Err("no NameServer address given".to_owned());
+    }
+    Ok(NamesrvList(addrs))
+}
+
+fn parse_timeout(text: &str) -> Result<Duration, String> {
+    let timeout = humantime::parse_duration(text).map_err(|e| e.to_string())?;
+    if timeout.is_zero() {
+        return Err("must be more than 0".to_owned());
+    }
+    Ok(timeout)
+}
+
+/// Runs the command and prints its report; the process exit status follows the module docs.
+pub async fn run(args: AdminArgs) -> ExitCode {
+    let report = execute(&args).await;
+    // Write errors (a closed pipe) are ignored: there is nobody left to tell.
+    let _ = std::io::stdout().lock().write_all(report.stdout.as_bytes());
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().lock().write_all(report.stderr.as_bytes());
+    ExitCode::from(report.exit)
+}
+
+/// Runs the command against the NameServers of `args` and returns what to print.
+pub async fn execute(args: &AdminArgs) -> Report {
+    let ask = Ask::new(&args.target);
+    match &args.command {
+        AdminCommand::ClusterList => cluster::cluster_list(&ask).await,
+        AdminCommand::TopicRoute { topic } => topic::topic_route(&ask, topic).await,
+        AdminCommand::TopicList { cluster } => topic::topic_list(&ask, cluster.as_deref()).await,
+        AdminCommand::DeleteTopic { topic, cluster } => {
+            topic::delete_topic(&ask, topic, cluster.as_deref()).await
+        }
+        AdminCommand::GetKvConfig { namespace, key } => {
+            kv::get_kv_config(&ask, namespace, key).await
+        }
+        AdminCommand::UpdateKvConfig {
+            namespace,
+            key,
+            value,
+        } => kv::update_kv_config(&ask, namespace, key, value).await,
+        AdminCommand::DeleteKvConfig { namespace, key } => {
+            kv::delete_kv_config(&ask, namespace, key).await
+        }
+        AdminCommand::KvList { namespace } => kv::kv_list(&ask, namespace).await,
+        AdminCommand::WipeWritePerm { broker_name } => {
+            perm::wipe_write_perm(&ask, broker_name).await
+        }
+        AdminCommand::AddWritePerm { broker_name } => perm::add_write_perm(&ask, broker_name).await,
+        AdminCommand::GetNamesrvConfig => namesrv_config::get_namesrv_config(&ask).await,
+        AdminCommand::UpdateNamesrvConfig { key, value } => {
+            namesrv_config::update_namesrv_config(&ask, key, value).await
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn namesrv_lists() {
+        let list = parse_namesrv_list(" 127.0.0.1:9876 ; ;[::1]:9877;").unwrap();
+        assert_eq!(list.addrs(), ["127.0.0.1:9876", "[::1]:9877"]);
+        assert!(parse_namesrv_list("").is_err());
+        assert!(parse_namesrv_list(";;").is_err());
+        assert!(parse_namesrv_list("127.0.0.1").is_err());
+        assert!(parse_namesrv_list("127.0.0.1:99999").is_err());
+        assert!(parse_namesrv_list(":9876").is_err());
+    }
+
+    #[test]
+    fn timeouts() {
+        assert_eq!(parse_timeout("250ms"), Ok(Duration::from_millis(250)));
+        assert!(parse_timeout("0s").is_err());
+        assert!(parse_timeout("soon").is_err());
+    }
+}
