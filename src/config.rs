@@ -4,19 +4,20 @@
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
-use rmq_actors::settings::{ConnectionSettings, LiveSettings, ResponseSerialize};
-use rmq_protocol::SerializeType;
 use serde::{Deserialize, Serialize};
+
+pub use rmq_actors::settings::{
+    expand_home, InvalidSetting, KvSettings, RegistrySettings, ResponseSerialize, ServerSettings,
+};
 
 /// A configuration that cannot be used; the message names the key.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error("{0}")]
     Load(#[from] config::ConfigError),
-    #[error("invalid value for `{key}`: {reason}")]
-    Invalid { key: &'static str, reason: String },
+    #[error(transparent)]
+    Invalid(#[from] InvalidSetting),
     #[error("cannot read config file {path}: {source}")]
     Read {
         path: PathBuf,
@@ -28,19 +29,19 @@ pub enum ConfigError {
 }
 
 fn invalid(key: &'static str, reason: impl Into<String>) -> ConfigError {
-    ConfigError::Invalid {
+    ConfigError::Invalid(InvalidSetting {
         key,
         reason: reason.into(),
-    }
+    })
 }
 
 /// The whole configuration.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
-    pub server: ServerConfig,
-    pub registry: RegistryConfig,
-    pub kv: KvConfig,
+    pub server: ServerSettings,
+    pub registry: RegistrySettings,
+    pub kv: KvSettings,
     pub admin: AdminConfig,
     pub cluster_test: ClusterTestConfig,
     pub log: LogConfig,
@@ -86,158 +87,6 @@ impl Default for ClusterTestConfig {
             enabled: false,
             product_env_name: "center".into(),
             product_env_namesrv: String::new(),
-        }
-    }
-}
-
-/// How response headers are serialized (Java: `rocketmq.serialize.type`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ResponseSerializeConfig {
-    /// The request's own serialize type.
-    #[default]
-    Mirror,
-    Json,
-    Rocketmq,
-}
-
-/// The listening socket and per-connection limits (Java: `NettyServerConfig`).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct ServerConfig {
-    /// Address to listen on (Java: `bindAddress` + `listenPort`).
-    pub listen: SocketAddr,
-    /// Threads running connections; 0 = one per CPU (Java: `serverWorkerThreads`).
-    pub workers: usize,
-    /// Open connections beyond this are refused.
-    pub max_connections: usize,
-    /// Largest frame accepted, in bytes, length field included (Java:
-    /// `com.rocketmq.remoting.frameMaxLength`).
-    pub max_frame_bytes: usize,
-    /// Largest inflated size of a compressed registration body, in bytes.
-    pub max_inflated_body_bytes: usize,
-    /// Requests of one connection processed at once; reading pauses beyond it.
-    pub max_in_flight: usize,
-    /// Close a connection with no traffic for this long; "0s" never (Java:
-    /// `serverChannelMaxIdleTimeSeconds`).
-    #[serde(with = "humantime_serde")]
-    pub idle_timeout: Duration,
-    /// `MQVersion` ordinal put in every response (479 = V5_3_3).
-    pub advertised_version: i32,
-    /// Serialize type of response headers: "mirror", "json" or "rocketmq".
-    pub response_serialize: ResponseSerializeConfig,
-    /// How long a graceful stop waits for connections to close.
-    #[serde(with = "humantime_serde")]
-    pub shutdown_grace: Duration,
-}
-
-impl Default for ServerConfig {
-    fn default() -> Self {
-        let conn = ConnectionSettings::default();
-        Self {
-            listen: SocketAddr::from(([0, 0, 0, 0], 9876)),
-            workers: 0,
-            max_connections: 65_536,
-            max_frame_bytes: conn.max_frame,
-            max_inflated_body_bytes: 1024 * 1024 * 1024,
-            max_in_flight: conn.max_in_flight,
-            idle_timeout: Duration::from_secs(120),
-            advertised_version: conn.advertised_version,
-            response_serialize: ResponseSerializeConfig::Mirror,
-            shutdown_grace: Duration::from_secs(5),
-        }
-    }
-}
-
-/// Route registry and expiry (Java: `NamesrvConfig`).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct RegistryConfig {
-    /// A broker silent for this long is dropped, unless it registered its own timeout (Java:
-    /// 120 s, fixed).
-    #[serde(with = "humantime_serde")]
-    pub broker_expiry: Duration,
-    /// Period of the expiry scan (Java: `scanNotActiveBrokerInterval`).
-    #[serde(with = "humantime_serde")]
-    pub scan_interval: Duration,
-    /// Bytes of encoded route bodies kept in the route cache.
-    pub route_cache_bytes: usize,
-    /// Java: `orderMessageEnable`.
-    pub order_message_enable: bool,
-    /// Java: `returnOrderTopicConfigToBroker`.
-    pub return_order_topic_config_to_broker: bool,
-    /// Java: `supportActingMaster`.
-    pub support_acting_master: bool,
-    /// Java: `enableAllTopicList`.
-    pub enable_all_topic_list: bool,
-    /// Java: `enableTopicList`.
-    pub enable_topic_list: bool,
-    /// Java: `notifyMinBrokerIdChanged` (accepted; no notifications are sent).
-    pub notify_min_broker_id_changed: bool,
-    /// Java: `needWaitForService`.
-    pub need_wait_for_service: bool,
-    /// Java: `waitSecondsForService`.
-    #[serde(with = "humantime_serde")]
-    pub wait_for_service: Duration,
-    /// Java: `deleteTopicWithBrokerRegistration`.
-    pub delete_topic_with_broker_registration: bool,
-}
-
-impl Default for RegistryConfig {
-    fn default() -> Self {
-        let live = LiveSettings::default();
-        Self {
-            broker_expiry: Duration::from_secs(120),
-            scan_interval: Duration::from_secs(5),
-            route_cache_bytes: 64 * 1024 * 1024,
-            order_message_enable: live.order_message_enable,
-            return_order_topic_config_to_broker: live.return_order_topic_config_to_broker,
-            support_acting_master: live.support_acting_master,
-            enable_all_topic_list: live.enable_all_topic_list,
-            enable_topic_list: live.enable_topic_list,
-            notify_min_broker_id_changed: live.notify_min_broker_id_changed,
-            need_wait_for_service: live.need_wait_for_service,
-            wait_for_service: live.wait_for_service,
-            delete_topic_with_broker_registration: live.delete_topic_with_broker_registration,
-        }
-    }
-}
-
-impl RegistryConfig {
-    pub fn live_settings(&self) -> LiveSettings {
-        LiveSettings {
-            order_message_enable: self.order_message_enable,
-            return_order_topic_config_to_broker: self.return_order_topic_config_to_broker,
-            support_acting_master: self.support_acting_master,
-            enable_all_topic_list: self.enable_all_topic_list,
-            enable_topic_list: self.enable_topic_list,
-            notify_min_broker_id_changed: self.notify_min_broker_id_changed,
-            need_wait_for_service: self.need_wait_for_service,
-            wait_for_service: self.wait_for_service,
-            delete_topic_with_broker_registration: self.delete_topic_with_broker_registration,
-        }
-    }
-}
-
-/// The persisted KV store and the runtime-config file (Java: `kvConfigPath`, `configStorePath`).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct KvConfig {
-    /// The KV file, Java's kvConfig.json format. `~/` means the home directory.
-    pub path: PathBuf,
-    /// Where UPDATE_NAMESRV_CONFIG persists the configuration, as Java properties.
-    pub config_store_path: PathBuf,
-    /// Period of the log line listing the whole KV table (Java: 10 minutes).
-    #[serde(with = "humantime_serde")]
-    pub print_interval: Duration,
-}
-
-impl Default for KvConfig {
-    fn default() -> Self {
-        Self {
-            path: PathBuf::from("~/namesrv/kvConfig.json"),
-            config_store_path: PathBuf::from("~/namesrv/namesrv.properties"),
-            print_interval: Duration::from_secs(600),
         }
     }
 }
@@ -326,52 +175,11 @@ impl Config {
         Ok(config)
     }
 
-    /// Checks ranges and relations the types cannot express.
+    /// Checks ranges and relations the types cannot express, section by section.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        let s = &self.server;
-        if s.max_frame_bytes < 1024 || s.max_frame_bytes > i32::MAX as usize {
-            return Err(invalid(
-                "server.max_frame_bytes",
-                "must be between 1024 and 2147483647",
-            ));
-        }
-        if s.max_inflated_body_bytes < s.max_frame_bytes {
-            return Err(invalid(
-                "server.max_inflated_body_bytes",
-                "must be at least server.max_frame_bytes",
-            ));
-        }
-        if s.max_in_flight == 0 {
-            return Err(invalid("server.max_in_flight", "must be at least 1"));
-        }
-        if s.max_connections == 0 {
-            return Err(invalid("server.max_connections", "must be at least 1"));
-        }
-        if s.workers > 1024 {
-            return Err(invalid("server.workers", "must be at most 1024"));
-        }
-        if !(0..=i32::from(i16::MAX)).contains(&s.advertised_version) {
-            return Err(invalid(
-                "server.advertised_version",
-                "must be between 0 and 32767",
-            ));
-        }
-        let r = &self.registry;
-        if r.scan_interval < Duration::from_millis(10) {
-            return Err(invalid("registry.scan_interval", "must be at least 10ms"));
-        }
-        if r.broker_expiry.is_zero() {
-            return Err(invalid("registry.broker_expiry", "must be greater than 0"));
-        }
-        if self.kv.print_interval < Duration::from_secs(1) {
-            return Err(invalid("kv.print_interval", "must be at least 1s"));
-        }
-        if self.kv.path.as_os_str().is_empty() {
-            return Err(invalid("kv.path", "must not be empty"));
-        }
-        if self.kv.config_store_path.as_os_str().is_empty() {
-            return Err(invalid("kv.config_store_path", "must not be empty"));
-        }
+        self.server.validate()?;
+        self.registry.validate()?;
+        self.kv.validate()?;
         if let Err(err) = tracing_subscriber::EnvFilter::try_new(&self.log.level) {
             return Err(invalid("log.level", err.to_string()));
         }
@@ -383,33 +191,6 @@ impl Config {
             ));
         }
         Ok(())
-    }
-
-    /// The per-connection settings.
-    pub fn connection_settings(&self) -> ConnectionSettings {
-        let s = &self.server;
-        ConnectionSettings {
-            advertised_version: s.advertised_version,
-            response_serialize: match s.response_serialize {
-                ResponseSerializeConfig::Mirror => ResponseSerialize::Mirror,
-                ResponseSerializeConfig::Json => ResponseSerialize::Fixed(SerializeType::Json),
-                ResponseSerializeConfig::Rocketmq => {
-                    ResponseSerialize::Fixed(SerializeType::RocketMq)
-                }
-            },
-            max_frame: s.max_frame_bytes,
-            max_inflated_body: s.max_inflated_body_bytes,
-            max_in_flight: s.max_in_flight,
-            idle_timeout: (!s.idle_timeout.is_zero()).then_some(s.idle_timeout),
-        }
-    }
-
-    /// Worker threads for connections: the configured number, or one per CPU.
-    pub fn worker_count(&self) -> usize {
-        match self.server.workers {
-            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
-            n => n,
-        }
     }
 }
 
@@ -436,24 +217,15 @@ fn properties_file_to_toml(
     };
     let props = rmq_protocol::properties::parse(text).map_err(|e| fail(e.to_string()))?;
     let (table, extra) =
-        crate::java_props::properties_to_toml(&props).map_err(|e| fail(e.to_string()))?;
+        crate::java_keys::properties_to_toml(&props).map_err(|e| fail(e.to_string()))?;
     let toml_text = toml::to_string(&table).map_err(|e| fail(e.to_string()))?;
     Ok((toml_text, extra))
 }
 
-/// Expands a leading `~/` to the home directory (Java's `${user.home}`).
-pub fn expand_home(path: &Path) -> PathBuf {
-    match path.strip_prefix("~") {
-        Ok(rest) => std::env::var_os("HOME")
-            .map(PathBuf::from)
-            .unwrap_or_default()
-            .join(rest),
-        Err(_) => path.to_owned(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     fn load(
@@ -612,17 +384,5 @@ mod tests {
             err.to_string().contains("cluster_test.product_env_namesrv"),
             "{err}"
         );
-    }
-
-    #[test]
-    fn home_expansion() {
-        let home = std::env::var_os("HOME")
-            .map(PathBuf::from)
-            .unwrap_or_default();
-        assert_eq!(
-            expand_home(Path::new("~/namesrv/kv.json")),
-            home.join("namesrv/kv.json")
-        );
-        assert_eq!(expand_home(Path::new("/tmp/x")), PathBuf::from("/tmp/x"));
     }
 }

@@ -1,189 +1,17 @@
-//! The Java view of the configuration: the `NamesrvConfig` / `NettyServerConfig` property names
-//! our keys replace, for loading a Java `namesrv.properties` with `--config`, for
-//! GET_NAMESRV_CONFIG and for UPDATE_NAMESRV_CONFIG.
+//! The Java view of a running configuration: GET_NAMESRV_CONFIG's properties, the black list and
+//! the updates of UPDATE_NAMESRV_CONFIG (docs/kv-and-config.md#runtime-updates).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
 use toml::Value;
 
-use crate::config::{expand_home, Config};
-
-/// How a Java value maps onto ours.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    /// `true`/`false` (any case).
-    Bool,
-    /// A non-negative integer.
-    Count,
-    /// Milliseconds in Java, a duration in ours.
-    Millis,
-    /// Seconds in Java, a duration in ours.
-    Seconds,
-    /// A file path.
-    Path,
-    /// Free text.
-    Text,
-}
-
-/// One Java property with an equivalent of ours.
-#[derive(Debug, Clone, Copy)]
-pub struct JavaKey {
-    pub java: &'static str,
-    /// Our key, `section.key`.
-    pub ours: &'static str,
-    pub kind: Kind,
-    /// UPDATE_NAMESRV_CONFIG changes behaviour at once; otherwise at the next start.
-    pub live: bool,
-}
-
-const fn key(java: &'static str, ours: &'static str, kind: Kind, live: bool) -> JavaKey {
-    JavaKey {
-        java,
-        ours,
-        kind,
-        live,
-    }
-}
-
-/// Every Java property we map, except `bindAddress`/`listenPort` (together `server.listen`).
-pub const JAVA_KEYS: &[JavaKey] = &[
-    key(
-        "orderMessageEnable",
-        "registry.order_message_enable",
-        Kind::Bool,
-        true,
-    ),
-    key(
-        "returnOrderTopicConfigToBroker",
-        "registry.return_order_topic_config_to_broker",
-        Kind::Bool,
-        true,
-    ),
-    key(
-        "supportActingMaster",
-        "registry.support_acting_master",
-        Kind::Bool,
-        true,
-    ),
-    key(
-        "enableAllTopicList",
-        "registry.enable_all_topic_list",
-        Kind::Bool,
-        true,
-    ),
-    key(
-        "enableTopicList",
-        "registry.enable_topic_list",
-        Kind::Bool,
-        true,
-    ),
-    key(
-        "notifyMinBrokerIdChanged",
-        "registry.notify_min_broker_id_changed",
-        Kind::Bool,
-        true,
-    ),
-    key(
-        "needWaitForService",
-        "registry.need_wait_for_service",
-        Kind::Bool,
-        true,
-    ),
-    key(
-        "waitSecondsForService",
-        "registry.wait_for_service",
-        Kind::Seconds,
-        true,
-    ),
-    key(
-        "deleteTopicWithBrokerRegistration",
-        "registry.delete_topic_with_broker_registration",
-        Kind::Bool,
-        true,
-    ),
-    key(
-        "scanNotActiveBrokerInterval",
-        "registry.scan_interval",
-        Kind::Millis,
-        false,
-    ),
-    key("kvConfigPath", "kv.path", Kind::Path, false),
-    key("configStorePath", "kv.config_store_path", Kind::Path, false),
-    key(
-        "configBlackList",
-        "admin.config_black_list",
-        Kind::Text,
-        false,
-    ),
-    key("clusterTest", "cluster_test.enabled", Kind::Bool, false),
-    key(
-        "productEnvName",
-        "cluster_test.product_env_name",
-        Kind::Text,
-        false,
-    ),
-    key("serverWorkerThreads", "server.workers", Kind::Count, false),
-    key(
-        "serverChannelMaxIdleTimeSeconds",
-        "server.idle_timeout",
-        Kind::Seconds,
-        false,
-    ),
-];
-
-/// Keys no UPDATE_NAMESRV_CONFIG may touch, whatever `configBlackList` says.
-pub const ALWAYS_BLACK_LISTED: &[&str] = &[
-    "configBlackList",
-    "configStorePath",
-    "kvConfigPath",
-    "rocketmqHome",
-];
-
-/// A Java value that does not fit.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid value {value:?} for {key}: {reason}")]
-pub struct JavaValueError {
-    pub key: String,
-    pub value: String,
-    pub reason: String,
-}
-
-fn value_error(key: &str, value: &str, reason: impl Into<String>) -> JavaValueError {
-    JavaValueError {
-        key: key.to_owned(),
-        value: value.to_owned(),
-        reason: reason.into(),
-    }
-}
-
-pub fn find(java: &str) -> Option<&'static JavaKey> {
-    JAVA_KEYS.iter().find(|k| k.java == java)
-}
-
-/// Converts a Java value to the TOML value of our key.
-fn to_ours(key: &JavaKey, text: &str) -> Result<Value, JavaValueError> {
-    let text = text.trim();
-    let number = || {
-        text.parse::<u64>()
-            .map_err(|_| value_error(key.java, text, "expected a non-negative integer"))
-    };
-    Ok(match key.kind {
-        Kind::Bool => match text.to_ascii_lowercase().as_str() {
-            "true" => Value::Boolean(true),
-            "false" => Value::Boolean(false),
-            _ => return Err(value_error(key.java, text, "expected true or false")),
-        },
-        Kind::Count => Value::Integer(
-            i64::try_from(number()?).map_err(|_| value_error(key.java, text, "too large"))?,
-        ),
-        Kind::Millis => Value::String(format!("{}ms", number()?)),
-        Kind::Seconds => Value::String(format!("{}s", number()?)),
-        Kind::Path | Kind::Text => Value::String(text.to_owned()),
-    })
-}
+use crate::config::{expand_home, Config, ConfigError};
+use crate::java_keys::{
+    find, get_path, set_path, to_ours, value_error, JavaKey, JavaValueError, Kind, JAVA_KEYS,
+};
 
 /// Converts our TOML value to Java's text.
 fn to_java(key: &JavaKey, value: &Value) -> String {
@@ -200,62 +28,13 @@ fn to_java(key: &JavaKey, value: &Value) -> String {
     }
 }
 
-fn get_path<'a>(root: &'a Value, dotted: &str) -> Option<&'a Value> {
-    dotted.split('.').try_fold(root, |v, part| v.get(part))
-}
-
-fn set_path(root: &mut Value, dotted: &str, value: Value) {
-    let mut parts: Vec<&str> = dotted.split('.').collect();
-    let Some(last) = parts.pop() else { return };
-    let mut node = root;
-    for part in parts {
-        let Value::Table(table) = node else { return };
-        node = table
-            .entry(part.to_owned())
-            .or_insert_with(|| Value::Table(toml::Table::new()));
-    }
-    if let Value::Table(table) = node {
-        table.insert(last.to_owned(), value);
-    }
-}
-
-/// Java properties as a TOML table of our keys (for `--config namesrv.properties`), plus the
-/// properties we have no equivalent for (kept and shown by GET_NAMESRV_CONFIG, as Java does).
-pub fn properties_to_toml(
-    props: &BTreeMap<String, String>,
-) -> Result<(toml::Table, BTreeMap<String, String>), JavaValueError> {
-    let mut root = Value::Table(toml::Table::new());
-    let mut extra = BTreeMap::new();
-    let bind = props.get("bindAddress").map(|s| s.trim());
-    let port = props.get("listenPort").map(|s| s.trim());
-    if bind.is_some() || port.is_some() {
-        let ip: IpAddr = bind.unwrap_or("0.0.0.0").parse().map_err(|_| {
-            value_error("bindAddress", bind.unwrap_or(""), "expected an IP address")
-        })?;
-        let port: u16 = port
-            .unwrap_or("9876")
-            .parse()
-            .map_err(|_| value_error("listenPort", port.unwrap_or(""), "expected a port number"))?;
-        set_path(
-            &mut root,
-            "server.listen",
-            Value::String(SocketAddr::new(ip, port).to_string()),
-        );
-    }
-    for (java, text) in props {
-        match find(java) {
-            Some(key) => set_path(&mut root, key.ours, to_ours(key, text)?),
-            None if java == "bindAddress" || java == "listenPort" => {}
-            None => {
-                extra.insert(java.clone(), text.clone());
-            }
-        }
-    }
-    let Value::Table(table) = root else {
-        return Ok((toml::Table::new(), extra));
-    };
-    Ok((table, extra))
-}
+/// Keys no UPDATE_NAMESRV_CONFIG may touch, whatever `configBlackList` says.
+pub const ALWAYS_BLACK_LISTED: &[&str] = &[
+    "configBlackList",
+    "configStorePath",
+    "kvConfigPath",
+    "rocketmqHome",
+];
 
 /// The configuration as Java properties (GET_NAMESRV_CONFIG), with the address actually bound.
 pub fn config_to_properties(config: &Config, bound: SocketAddr) -> BTreeMap<String, String> {
@@ -271,7 +50,7 @@ pub fn config_to_properties(config: &Config, bound: SocketAddr) -> BTreeMap<Stri
     // 0 means "one per CPU": show the number actually running, as Java shows its 8.
     out.insert(
         "serverWorkerThreads".into(),
-        config.worker_count().to_string(),
+        config.server.worker_count().to_string(),
     );
     if let Some(home) = std::env::var_os("ROCKETMQ_HOME") {
         out.insert("rocketmqHome".into(), home.to_string_lossy().into_owned());
@@ -313,52 +92,67 @@ impl BlackList {
 
 /// Applies an UPDATE_NAMESRV_CONFIG to a copy of `config`: known keys are converted and
 /// validated, keys kept from the loaded file are updated, others are ignored (as in Java).
-/// Returns the new configuration and whether a start-only key changed.
+/// Returns the new configuration and the keys whose change waits for the next start.
 pub fn apply_update(
     config: &Config,
     props: &BTreeMap<String, String>,
 ) -> Result<(Config, Vec<&'static str>), JavaValueError> {
-    let mut root =
-        Value::try_from(config).map_err(|e| value_error("(config)", "", e.to_string()))?;
-    let mut extra = config.java_extra.clone();
+    let mut updated = config.clone();
     let mut restart_needed = Vec::new();
     for (java, text) in props {
         match find(java) {
             Some(key) => {
-                let value = to_ours(key, text)?;
-                if get_path(&root, key.ours) != Some(&value) && !key.live {
+                let before = updated.clone();
+                updated = with_value(&updated, key, text)?;
+                if updated != before && !applies_at_once(&before, &updated) {
                     restart_needed.push(key.java);
                 }
-                set_path(&mut root, key.ours, value);
             }
             None => {
-                if let Some(slot) = extra.get_mut(java) {
+                if let Some(slot) = updated.java_extra.get_mut(java) {
                     slot.clone_from(text);
                 }
             }
         }
     }
-    let mut updated: Config = root
-        .try_into()
-        .map_err(|e: toml::de::Error| value_error("(config)", "", e.to_string()))?;
-    updated.java_extra = extra;
-    updated
-        .validate()
-        .map_err(|e| value_error(&java_name_of(&e.to_string()), "", e.to_string()))?;
+    updated.validate().map_err(|err| match err {
+        ConfigError::Invalid(invalid) => {
+            let java = JAVA_KEYS
+                .iter()
+                .find(|k| k.ours == invalid.key)
+                .map_or("(config)", |k| k.java);
+            value_error(java, "", invalid.to_string())
+        }
+        other => value_error("(config)", "", other.to_string()),
+    })?;
     Ok((updated, restart_needed))
 }
 
-/// The Java key a validation message is about, if it names one of ours.
-fn java_name_of(message: &str) -> String {
-    JAVA_KEYS
-        .iter()
-        .find(|k| message.contains(k.ours))
-        .map_or_else(|| "(config)".to_owned(), |k| k.java.to_owned())
+/// `config` with the Java property `key` set to `text`.
+fn with_value(config: &Config, key: &JavaKey, text: &str) -> Result<Config, JavaValueError> {
+    let mut root =
+        Value::try_from(config).map_err(|e| value_error("(config)", "", e.to_string()))?;
+    set_path(&mut root, key.ours, to_ours(key, text)?);
+    let mut updated: Config = root
+        .try_into()
+        .map_err(|e: toml::de::Error| value_error(key.java, text, e.to_string()))?;
+    updated.java_extra.clone_from(&config.java_extra);
+    Ok(updated)
+}
+
+/// Whether a running server applies the change from `before` to `after` at once: only the
+/// registry settings changed (the registry takes them whole from an `ApplySettings`), and none
+/// of those it reads only at start.
+pub fn applies_at_once(before: &Config, after: &Config) -> bool {
+    let mut rest = after.clone();
+    rest.registry.clone_from(&before.registry);
+    rest == *before && !before.registry.start_only_changed(&after.registry)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::java_keys::properties_to_toml;
 
     fn props(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         pairs
@@ -430,6 +224,44 @@ mod tests {
         let err =
             apply_update(&config, &props(&[("scanNotActiveBrokerInterval", "0")])).unwrap_err();
         assert_eq!(err.key, "scanNotActiveBrokerInterval");
+    }
+
+    /// Which Java keys take effect at once follows from where their values land, not from a
+    /// flag: this pins the list the README gives.
+    #[test]
+    fn live_keys_are_those_the_registry_applies() {
+        let config = Config::default();
+        let live: Vec<&str> = JAVA_KEYS
+            .iter()
+            .filter(|key| {
+                let probe = match key.kind {
+                    Kind::Bool => match get_path(&Value::try_from(&config).unwrap(), key.ours) {
+                        Some(Value::Boolean(true)) => "false",
+                        _ => "true",
+                    },
+                    Kind::Count | Kind::Millis | Kind::Seconds => "7",
+                    Kind::Path | Kind::Text => "probe",
+                };
+                let updated = with_value(&config, key, probe).unwrap();
+                assert_ne!(updated, config, "{} must change something", key.java);
+                applies_at_once(&config, &updated)
+            })
+            .map(|key| key.java)
+            .collect();
+        assert_eq!(
+            live,
+            [
+                "orderMessageEnable",
+                "returnOrderTopicConfigToBroker",
+                "supportActingMaster",
+                "enableAllTopicList",
+                "enableTopicList",
+                "notifyMinBrokerIdChanged",
+                "needWaitForService",
+                "waitSecondsForService",
+                "deleteTopicWithBrokerRegistration",
+            ]
+        );
     }
 
     #[test]

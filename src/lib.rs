@@ -46,10 +46,11 @@
 //! [`NameServer::start`] takes an already bound listener instead (tests bind `127.0.0.1:0`).
 //! The actors run under supervisors; see the README for what survives a restart.
 
-pub mod cluster_test;
 pub mod config;
+pub mod java_keys;
 pub mod java_props;
-pub mod runtime;
+pub mod product_env;
+pub mod runtime_config;
 pub mod server;
 
 pub use rmq_actors as actors;

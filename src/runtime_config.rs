@@ -11,7 +11,6 @@ use rmq_actors::messages::{
     ApplySettings, Body, ConfigUpdateError, GetNamesrvConfig, UpdateNamesrvConfig,
 };
 use rmq_actors::persist::write_atomically;
-use rmq_actors::registry::RouteRegistry;
 use rmq_protocol::properties;
 use tracing::{error, info, warn};
 
@@ -23,19 +22,20 @@ pub struct RuntimeConfig {
     config: Config,
     bound: SocketAddr,
     black_list: BlackList,
-    routes: Addr<RouteRegistry>,
+    /// Told the new registry settings when an update changes them (the route registry).
+    apply: Recipient<ApplySettings>,
     store_path: PathBuf,
 }
 
 impl RuntimeConfig {
     /// `bound` is the address actually listened on (reported as `listenPort`).
-    pub fn new(config: Config, bound: SocketAddr, routes: Addr<RouteRegistry>) -> Self {
+    pub fn new(config: Config, bound: SocketAddr, apply: Recipient<ApplySettings>) -> Self {
         Self {
             black_list: BlackList::new(&config.admin.config_black_list),
             store_path: expand_home(&config.kv.config_store_path),
             config,
             bound,
-            routes,
+            apply,
         }
     }
 
@@ -90,8 +90,8 @@ impl Handler<UpdateNamesrvConfig> for RuntimeConfig {
             }
         };
         if updated.registry != self.config.registry {
-            self.routes.do_send(ApplySettings {
-                settings: updated.registry.live_settings(),
+            self.apply.do_send(ApplySettings {
+                settings: updated.registry.clone(),
             });
         }
         info!(keys = ?props.keys().collect::<Vec<_>>(), restart_needed = ?restart_needed, "configuration updated");

@@ -4,17 +4,17 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
-use rmq_actors::connection::Services;
+use rmq_actors::dispatch::Services;
 use rmq_actors::housekeeping::Housekeeping;
-use rmq_actors::kv::{FlushKv, KvError, KvStore, KvTables};
+use rmq_actors::kv::{KvError, KvStore, KvTables};
 use rmq_actors::listener::{Listener, ListenerSetup};
-use rmq_actors::messages::{CloseAll, OpenConnections, StopAccepting};
-use rmq_actors::registry::{RegistrySetup, RouteRegistry};
+use rmq_actors::messages::{CloseAll, FlushKv, OpenConnections, StopAccepting};
+use rmq_actors::registry::RouteRegistry;
 use tracing::{info, warn};
 
-use crate::cluster_test::ProductEnv;
 use crate::config::{expand_home, Config};
-use crate::runtime::RuntimeConfig;
+use crate::product_env::ProductEnv;
+use crate::runtime_config::RuntimeConfig;
 
 /// How long a cluster-test lookup waits for each product-environment NameServer.
 const PRODUCT_ENV_TIMEOUT: Duration = Duration::from_secs(3);
@@ -80,20 +80,21 @@ impl NameServer {
         let local_addr = listener.local_addr().map_err(StartError::Listener)?;
 
         let registry_arbiter = Arbiter::new();
-        let live = config.registry.live_settings();
-        let setup = RegistrySetup {
-            route_cache_bytes: config.registry.route_cache_bytes,
-            broker_expiry: config.registry.broker_expiry,
-            cluster_test: config.cluster_test.enabled,
-        };
+        let registry_settings = config.registry.clone();
+        let cluster_test = config.cluster_test.enabled;
         let routes = Supervisor::start_in_arbiter(&registry_arbiter.handle(), move |_| {
-            RouteRegistry::new(live.clone(), setup)
+            RouteRegistry::new(registry_settings.clone(), cluster_test)
         });
 
         let scan_interval = config.registry.scan_interval;
         let hk_routes = routes.clone();
-        let housekeeping =
-            Supervisor::start(move |_| Housekeeping::new(hk_routes.clone(), scan_interval));
+        let housekeeping = Supervisor::start(move |_| {
+            Housekeeping::new(
+                hk_routes.clone().recipient(),
+                hk_routes.clone().recipient(),
+                scan_interval,
+            )
+        });
 
         let kv_routes = routes.clone();
         let print_interval = config.kv.print_interval;
@@ -101,7 +102,7 @@ impl NameServer {
             KvStore::new(
                 kv_tables.clone(),
                 kv_path.clone(),
-                kv_routes.clone(),
+                kv_routes.clone().recipient(),
                 print_interval,
             )
         });
@@ -109,7 +110,7 @@ impl NameServer {
         let rc_config = config.clone();
         let rc_routes = routes.clone();
         let runtime = Supervisor::start(move |_| {
-            RuntimeConfig::new(rc_config.clone(), local_addr, rc_routes.clone())
+            RuntimeConfig::new(rc_config.clone(), local_addr, rc_routes.clone().recipient())
         });
 
         let product_env = config.cluster_test.enabled.then(|| {
@@ -121,19 +122,21 @@ impl NameServer {
             .recipient()
         });
 
-        let workers: Vec<Arbiter> = (0..config.worker_count()).map(|_| Arbiter::new()).collect();
+        let workers: Vec<Arbiter> = (0..config.server.worker_count())
+            .map(|_| Arbiter::new())
+            .collect();
         let listener = Listener::new(ListenerSetup {
             listener,
-            max_connections: config.server.max_connections,
             workers: workers.iter().map(Arbiter::handle).collect(),
-            settings: config.connection_settings(),
+            settings: config.server.clone(),
             services: Services {
                 routes: routes.clone(),
                 kv: kv.clone(),
                 config_reader: runtime.clone().recipient(),
                 config_writer: runtime.recipient(),
                 product_env,
-                housekeeping: housekeeping.clone(),
+                opened: housekeeping.clone().recipient(),
+                closed: housekeeping.clone().recipient(),
             },
         })
         .start();
@@ -175,7 +178,7 @@ impl NameServerHandle {
         &self.routes
     }
 
-    /// The KV store: [`rmq_actors::kv`] messages.
+    /// The KV store: the KV messages of [`rmq_actors::messages`].
     pub fn kv(&self) -> &Addr<KvStore> {
         &self.kv
     }

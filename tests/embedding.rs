@@ -5,7 +5,7 @@ mod support;
 
 use std::time::Duration;
 
-use rmq_namesrv::actors::kv::GetKvConfig;
+use rmq_namesrv::actors::messages::GetKvConfig;
 use rmq_namesrv::actors::messages::{GetRouteStats, ListBrokers, QueryRoute, Restart};
 use rmq_namesrv::protocol::{RemotingCommand, RequestCode};
 use rmq_namesrv::tools::broker::FakeBroker;

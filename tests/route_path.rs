@@ -238,7 +238,7 @@ async fn both_header_serializations() {
 #[actix::test]
 async fn json_responses_when_configured() {
     let mut config = test_config();
-    config.server.response_serialize = rmq_namesrv::config::ResponseSerializeConfig::Json;
+    config.server.response_serialize = rmq_namesrv::config::ResponseSerialize::Json;
     let server = start_server(config);
     let mut conn = connect(&server).await;
     let resp = conn

@@ -6,48 +6,27 @@ use std::io::IoSlice;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::rc::Rc;
-use std::sync::Arc;
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
-use rmq_protocol::body::TopicConfigWrapper;
 use rmq_protocol::{FrameError, LanguageCode, RemotingCodec, RemotingCommand};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::codec::FramedRead;
 use tracing::{debug, info, info_span, warn, Span};
 
-use crate::dispatch::{decode_registration, dispatch, BodyMemo, Request};
-use crate::housekeeping::Housekeeping;
-use crate::kv::KvStore;
-use crate::messages::{
-    CloseConnection, ConnectionClosed, ConnectionOpened, GetNamesrvConfig, GetRouteInfo,
-    LookupProductEnvRoute, RegisterBroker, RegisterBrokerReply, RouteBody, RouteError,
-    UpdateNamesrvConfig,
-};
+use crate::dispatch::{dispatch, Responder, Services};
+use crate::messages::{CloseConnection, ConnectionClosed, ConnectionOpened};
 use crate::outbox::{Outbox, MAX_SLICES};
-use crate::registry::RouteRegistry;
+use crate::registration::{self, BodyMemo, RegistrationError};
 use crate::response::{system_error, IntoResponse};
-use crate::route::{ConnId, RegisterOutcome, TopicsPayload};
-use crate::settings::{ConnectionSettings, ResponseSerialize};
+use crate::route::ConnId;
+use crate::settings::ServerSettings;
 
 /// The read half of a connection's stream.
 pub type BoxedRead = Box<dyn AsyncRead + Unpin>;
 /// The write half of a connection's stream.
 pub type BoxedWrite = Box<dyn AsyncWrite + Unpin>;
-
-/// The actors that answer requests, shared by all connections.
-#[derive(Clone)]
-pub struct Services {
-    pub routes: Addr<RouteRegistry>,
-    pub kv: Addr<KvStore>,
-    /// GET_NAMESRV_CONFIG and UPDATE_NAMESRV_CONFIG go to the runtime-config owner.
-    pub config_reader: Recipient<GetNamesrvConfig>,
-    pub config_writer: Recipient<UpdateNamesrvConfig>,
-    /// Cluster-test mode: where route misses are looked up.
-    pub product_env: Option<Recipient<LookupProductEnvRoute>>,
-    pub housekeeping: Addr<Housekeeping>,
-}
 
 /// Where and how to send the answer to one request.
 #[derive(Debug, Clone, Copy)]
@@ -61,10 +40,10 @@ struct ReplyTo {
 pub struct Connection {
     id: ConnId,
     peer: SocketAddr,
-    peers: Services,
+    services: Rc<Services>,
     /// Told when the connection stops, to free its slot.
     listener: Recipient<ConnectionClosed>,
-    settings: Rc<ConnectionSettings>,
+    settings: Rc<ServerSettings>,
     write: BoxedWrite,
     outbox: Outbox,
     /// The last registration body decoded on this connection (a broker's own connection).
@@ -83,17 +62,17 @@ impl Connection {
         peer: SocketAddr,
         read: BoxedRead,
         write: BoxedWrite,
-        peers: Services,
+        services: Rc<Services>,
         listener: Recipient<ConnectionClosed>,
-        settings: Rc<ConnectionSettings>,
+        settings: Rc<ServerSettings>,
     ) -> Addr<Self> {
         Connection::create(move |ctx| {
-            let codec = RemotingCodec::new(settings.max_frame);
+            let codec = RemotingCodec::new(settings.max_frame_bytes);
             ctx.add_stream(FramedRead::new(read, codec));
             Connection {
                 id,
                 peer,
-                peers,
+                services,
                 listener,
                 settings,
                 write,
@@ -125,116 +104,49 @@ impl Connection {
             serialize_type: cmd.serialize_type,
         };
         drop(_entered);
-        let decoded = dispatch(&cmd);
-        self.dispatched(decoded, reply_to, ctx);
+        let services = Rc::clone(&self.services);
+        let mut responder = Answering {
+            conn: self,
+            ctx,
+            reply_to,
+            request: &cmd,
+        };
+        dispatch(&cmd, &services, &mut responder);
     }
 
-    /// REGISTER_BROKER: decoded off the event loop when large, and not decoded at all when the
-    /// body is byte-identical to this connection's previous one (the registry then takes the
-    /// remembered summary, or asks for the table, and the body is decoded after all).
+    /// REGISTER_BROKER through `crate::registration`, with this connection's memory of the body
+    /// it registered last.
     fn register_broker(
         &mut self,
         cmd: RemotingCommand,
         reply_to: ReplyTo,
         ctx: &mut Context<Self>,
     ) {
-        let routes = self.peers.routes.clone();
-        let settings = ConnectionSettings::clone(&self.settings);
-        let conn = self.id;
-        let previous = self.last_body.clone();
-        let registered = async move {
-            let mut previous = previous;
-            // At most two rounds: the second always carries the decoded table.
-            for _ in 0..2 {
-                let (msg, memo) =
-                    match decode_off_loop(cmd.clone(), conn, settings.clone(), previous.take())
-                        .await
-                    {
-                        Ok(decoded) => decoded,
-                        Err(response) => return Ok((Err(response), None)),
-                    };
-                // The registry drops its reference before answering; ours is then the last, and a
-                // large table is freed off the event loop.
-                let table = match &msg.registration.topics {
-                    TopicsPayload::Full(table) => Some(Arc::clone(&table.wrapper)),
-                    TopicsPayload::Same(_) => None,
-                };
-                let reply = routes.send(msg).await?;
-                if let Some(table) = table {
-                    release(table);
-                }
-                if reply.outcome != RegisterOutcome::NeedTopics {
-                    return Ok((Ok(reply), Some(memo)));
-                }
-            }
-            Ok((Err(system_error("registration could not be applied")), None))
-        };
+        let registered = registration::register(
+            self.services.routes.clone(),
+            cmd,
+            self.id,
+            self.settings.max_inflated_body_bytes,
+            self.last_body.clone(),
+        );
         self.in_flight += 1;
-        let fut = registered
-            .into_actor(self)
-            .map(move |result: RegistrationResult, act, ctx| {
+        let fut = registered.into_actor(self).map(
+            move |result: Result<_, RegistrationError>, act, ctx| {
                 act.in_flight -= 1;
                 let response = match result {
                     Ok((reply, memo)) => {
-                        if memo.is_some() {
-                            act.last_body = memo;
-                        }
+                        act.last_body = Some(memo);
                         reply.into_response()
                     }
                     Err(err) => {
-                        warn!(parent: &act.span, error = %err, "route registry unavailable");
-                        system_error(format!("name server busy or restarting: {err}"))
+                        let _entered = act.span.enter();
+                        err.into_response()
                     }
                 };
                 act.reply(reply_to, response, ctx);
-            });
-        self.spawn_or_wait(fut, ctx);
-    }
-
-    /// Sends a decoded request to the actor that answers it, or answers a request that could
-    /// not be decoded.
-    fn dispatched(
-        &mut self,
-        decoded: Result<Request, RemotingCommand>,
-        reply_to: ReplyTo,
-        ctx: &mut Context<Self>,
-    ) {
-        let request = match decoded {
-            Ok(request) => request,
-            Err(response) => {
-                debug!(parent: &self.span, remark = ?response.remark, "answered without dispatch");
-                self.reply(reply_to, response, ctx);
-                return;
-            }
-        };
-        let p = &self.peers;
-        match request {
-            Request::RegisterBroker(cmd) => self.register_broker(cmd, reply_to, ctx),
-            Request::UnregisterBroker(m) => self.forward(p.routes.send(m), reply_to, ctx),
-            Request::BrokerHeartbeat(m) => self.forward(p.routes.send(m), reply_to, ctx),
-            Request::QueryDataVersion(m) => self.forward(p.routes.send(m), reply_to, ctx),
-            Request::GetRouteInfo(m) => match p.product_env.clone() {
-                Some(product_env) => self.forward(
-                    route_with_fallback(p.routes.clone(), product_env, m),
-                    reply_to,
-                    ctx,
-                ),
-                None => self.forward(p.routes.send(m), reply_to, ctx),
             },
-            Request::GetClusterInfo(m) => self.forward(p.routes.send(m), reply_to, ctx),
-            Request::GetBrokerMemberGroup(m) => self.forward(p.routes.send(m), reply_to, ctx),
-            Request::WipeWritePerm(m) => self.forward(p.routes.send(m), reply_to, ctx),
-            Request::AddWritePerm(m) => self.forward(p.routes.send(m), reply_to, ctx),
-            Request::GetTopicList(m) => self.forward(p.routes.send(m), reply_to, ctx),
-            Request::DeleteTopic(m) => self.forward(p.routes.send(m), reply_to, ctx),
-            Request::RegisterTopic(m) => self.forward(p.routes.send(m), reply_to, ctx),
-            Request::PutKvConfig(m) => self.forward(p.kv.send(m), reply_to, ctx),
-            Request::GetKvConfig(m) => self.forward(p.kv.send(m), reply_to, ctx),
-            Request::DeleteKvConfig(m) => self.forward(p.kv.send(m), reply_to, ctx),
-            Request::GetKvList(m) => self.forward(p.kv.send(m), reply_to, ctx),
-            Request::UpdateNamesrvConfig(m) => self.forward(p.config_writer.send(m), reply_to, ctx),
-            Request::GetNamesrvConfig(m) => self.forward(p.config_reader.send(m), reply_to, ctx),
-        }
+        );
+        self.spawn_or_wait(fut, ctx);
     }
 
     /// Waits for the reply of a message sent to the actor that answers it and writes it. Beyond
@@ -281,10 +193,10 @@ impl Connection {
         response.flag = rmq_protocol::command::FLAG_RESPONSE;
         response.version = self.settings.advertised_version;
         response.language = LanguageCode::Java;
-        response.serialize_type = match self.settings.response_serialize {
-            ResponseSerialize::Mirror => reply_to.serialize_type,
-            ResponseSerialize::Fixed(serialize_type) => serialize_type,
-        };
+        response.serialize_type = self
+            .settings
+            .response_serialize
+            .for_request(reply_to.serialize_type);
         self.last_activity = Instant::now();
         if let Err(err) = self.outbox.push(&response) {
             warn!(parent: &self.span, error = %err, "cannot encode a response, closing");
@@ -308,68 +220,32 @@ impl Connection {
     }
 }
 
-/// Registration bodies of at least this size are decoded on the blocking pool.
-const OFFLOAD_BODY_BYTES: usize = 64 * 1024;
-
-/// What a registration round trip ends with: the registry's answer (or an error answer) and what
-/// to remember of the body.
-type RegistrationResult = Result<
-    (
-        Result<RegisterBrokerReply, RemotingCommand>,
-        Option<BodyMemo>,
-    ),
-    MailboxError,
->;
-
-/// Decodes a registration, on the blocking pool when its body is large.
-async fn decode_off_loop(
-    cmd: RemotingCommand,
-    conn: ConnId,
-    settings: ConnectionSettings,
-    previous: Option<BodyMemo>,
-) -> Result<(RegisterBroker, BodyMemo), RemotingCommand> {
-    if cmd.body_bytes().len() < OFFLOAD_BODY_BYTES {
-        return decode_registration(&cmd, conn, &settings, previous.as_ref());
-    }
-    let job = crate::background::spawn(move || {
-        decode_registration(&cmd, conn, &settings, previous.as_ref())
-    });
-    match job.await {
-        Ok(decoded) => decoded,
-        Err(err) => Err(system_error(format!("decoding failed: {err}"))),
-    }
+/// A request being handed to the actor that answers it (see [`dispatch`]).
+struct Answering<'a> {
+    conn: &'a mut Connection,
+    ctx: &'a mut Context<Connection>,
+    reply_to: ReplyTo,
+    request: &'a RemotingCommand,
 }
 
-/// Drops a registration's topic table; a large one on the blocking pool.
-fn release(topics: Arc<TopicConfigWrapper>) {
-    if topics.topic_config_table.len() >= 1024 {
-        drop(crate::background::spawn(move || drop(topics)));
+impl Responder for Answering<'_> {
+    fn answer(&mut self, response: RemotingCommand) {
+        debug!(parent: &self.conn.span, remark = ?response.remark, "answered without an actor");
+        self.conn.reply(self.reply_to, response, self.ctx);
     }
-}
 
-/// Cluster-test mode: a local route miss is looked up on the product environment's NameServer
-/// and answered in legacy JSON, as Java 4.x's `ClusterTestRequestProcessor` does.
-async fn route_with_fallback(
-    routes: Addr<RouteRegistry>,
-    product_env: Recipient<LookupProductEnvRoute>,
-    msg: GetRouteInfo,
-) -> Result<Result<RouteBody, RouteError>, MailboxError> {
-    let local = routes.send(msg).await?;
-    let Err(RouteError::TopicNotExist(topic)) = local else {
-        return Ok(local);
-    };
-    let remote = product_env
-        .send(LookupProductEnvRoute {
-            topic: topic.clone(),
-        })
-        .await?;
-    Ok(match remote {
-        Some(route) => Ok(RouteBody(bytes::Bytes::from(rmq_protocol::body::to_json(
-            &route,
-            rmq_protocol::fastjson::JsonStyle::Legacy,
-        )))),
-        None => Err(RouteError::TopicNotExist(topic)),
-    })
+    fn answer_later<F, R>(&mut self, reply: F)
+    where
+        F: Future<Output = Result<R, MailboxError>> + 'static,
+        R: IntoResponse + 'static,
+    {
+        self.conn.forward(reply, self.reply_to, self.ctx);
+    }
+
+    fn register_broker(&mut self) {
+        self.conn
+            .register_broker(self.request.clone(), self.reply_to, self.ctx);
+    }
 }
 
 impl Actor for Connection {
@@ -377,11 +253,11 @@ impl Actor for Connection {
 
     fn started(&mut self, ctx: &mut Self::Context) {
         debug!(parent: &self.span, "connection opened");
-        self.peers.housekeeping.do_send(ConnectionOpened {
+        self.services.opened.do_send(ConnectionOpened {
             conn: self.id,
-            addr: ctx.address(),
+            close: ctx.address().recipient(),
         });
-        if let Some(idle_timeout) = self.settings.idle_timeout {
+        if let Some(idle_timeout) = self.settings.idle_timeout() {
             let period = (idle_timeout / 4).max(Duration::from_millis(100));
             ctx.run_interval(period, move |act, ctx| act.check_idle(ctx, idle_timeout));
         }
@@ -389,8 +265,8 @@ impl Actor for Connection {
 
     fn stopped(&mut self, _: &mut Self::Context) {
         debug!(parent: &self.span, peer = %self.peer, "connection closed");
-        self.peers
-            .housekeeping
+        self.services
+            .closed
             .do_send(ConnectionClosed { conn: self.id });
         self.listener.do_send(ConnectionClosed { conn: self.id });
     }

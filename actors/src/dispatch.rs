@@ -1,439 +1,319 @@
-//! Request code + headers + body -> typed message (pure; runs on the connection's thread, so
-//! CRC checks, inflating and JSON parsing of registrations stay off the registry's mailbox).
+//! Which actor answers which request code, on one screen, like Java's DefaultRequestProcessor
+//! switch: [`dispatch`] reads a request's header and body into the typed message of its code and
+//! hands it, through a [`Responder`], to the actor that answers it. A request that cannot be read
+//! (unknown code, a missing header field, a bad body) is answered at once. The decoding runs on
+//! the connection's thread, so JSON parsing stays off the actors' mailboxes.
 
-use std::hash::Hasher;
-use std::time::Duration;
+use std::future::Future;
 
-use rmq_protocol::body::{DataVersion, RegisterBrokerBody, TopicRouteData};
+use actix::prelude::*;
+use rmq_protocol::body::{DataVersion, TopicRouteData};
 use rmq_protocol::code::version;
 use rmq_protocol::custom_headers::{
     BrokerHeartbeatHeader, BrokerIdentityHeader, BrokerNameHeader, CommandHeader,
     DeleteKvConfigHeader, DeleteTopicHeader, GetBrokerMemberGroupHeader, GetKvConfigHeader,
     GetKvListByNamespaceHeader, GetRouteInfoHeader, GetTopicsByClusterHeader, HeaderFieldError,
-    PutKvConfigHeader, QueryDataVersionHeader, RegisterBrokerHeader, RegisterTopicHeader,
+    PutKvConfigHeader, QueryDataVersionHeader, RegisterTopicHeader,
 };
 use rmq_protocol::fastjson::{self, JsonStyle};
-use rmq_protocol::{ExtFields, RemotingCommand, RequestCode};
+use rmq_protocol::{RemotingCommand, RequestCode};
 
-use crate::kv::{DeleteKvConfig, GetKvConfig, GetKvList, PutKvConfig};
+use crate::kv::KvStore;
 use crate::messages::*;
-use crate::response::{not_supported, system_error};
-use crate::route::{
-    BrokerInstance, ConnId, Registration, TopicSummary, TopicTable, TopicsPayload, Unregistration,
-};
-use crate::settings::ConnectionSettings;
+use crate::registry::RouteRegistry;
+use crate::response::{not_supported, system_error, IntoResponse};
+use crate::route::{BrokerInstance, Unregistration};
 
-/// A decoded request, addressed to the actor that answers it.
-#[derive(Debug)]
-pub enum Request {
-    /// REGISTER_BROKER is decoded by the connection with [`decode_registration`], which needs
-    /// the connection's memory of the previous body.
-    RegisterBroker(RemotingCommand),
-    UnregisterBroker(UnregisterBroker),
-    BrokerHeartbeat(BrokerHeartbeat),
-    QueryDataVersion(QueryDataVersion),
-    GetRouteInfo(GetRouteInfo),
-    GetClusterInfo(GetClusterInfo),
-    GetBrokerMemberGroup(GetBrokerMemberGroup),
-    WipeWritePerm(WipeWritePerm),
-    AddWritePerm(AddWritePerm),
-    GetTopicList(GetTopicList),
-    DeleteTopic(DeleteTopic),
-    RegisterTopic(RegisterTopic),
-    PutKvConfig(PutKvConfig),
-    GetKvConfig(GetKvConfig),
-    DeleteKvConfig(DeleteKvConfig),
-    GetKvList(GetKvList),
-    UpdateNamesrvConfig(UpdateNamesrvConfig),
-    GetNamesrvConfig(GetNamesrvConfig),
+/// The actors that answer requests, and the lifecycle of connections; shared by all connections.
+#[derive(Clone)]
+pub struct Services {
+    pub routes: Addr<RouteRegistry>,
+    pub kv: Addr<KvStore>,
+    /// GET_NAMESRV_CONFIG and UPDATE_NAMESRV_CONFIG go to the runtime-config owner.
+    pub config_reader: Recipient<GetNamesrvConfig>,
+    pub config_writer: Recipient<UpdateNamesrvConfig>,
+    /// Cluster-test mode: where route misses are looked up.
+    pub product_env: Option<Recipient<LookupProductEnvRoute>>,
+    /// Told when a connection opens and closes (Housekeeping).
+    pub opened: Recipient<ConnectionOpened>,
+    pub closed: Recipient<ConnectionClosed>,
 }
 
-/// Decodes `cmd` into a [`Request`], or the response to send at once: unknown codes, bad
-/// headers and undecodable bodies. Registrations are decoded by [`decode_registration`].
-pub fn dispatch(cmd: &RemotingCommand) -> Result<Request, RemotingCommand> {
-    let code = cmd.request_code();
-    let request = match code {
-        RequestCode::REGISTER_BROKER => Request::RegisterBroker(cmd.clone()),
-        RequestCode::UNREGISTER_BROKER => {
-            let h = header::<BrokerIdentityHeader>(cmd)?;
-            Request::UnregisterBroker(UnregisterBroker {
-                request: Unregistration {
-                    cluster: h.cluster_name.into(),
-                    addr: h.broker_addr.into(),
-                    name: h.broker_name.into(),
-                    id: h.broker_id,
-                },
-            })
+/// Where [`dispatch`] hands a request: the connection that read it.
+pub trait Responder {
+    /// Answers at once.
+    fn answer(&mut self, response: RemotingCommand);
+    /// Answers with the reply of the actor `reply` waits for.
+    fn answer_later<F, R>(&mut self, reply: F)
+    where
+        F: Future<Output = Result<R, MailboxError>> + 'static,
+        R: IntoResponse + 'static;
+    /// REGISTER_BROKER, which the registration module decodes and registers with the connection's
+    /// memory of its previous body.
+    fn register_broker(&mut self);
+}
+
+/// Sends `cmd` to the actor that answers its code, or answers it at once.
+pub fn dispatch(cmd: &RemotingCommand, to: &Services, out: &mut impl Responder) {
+    if let Err(response) = route(cmd, to, out) {
+        out.answer(response);
+    }
+}
+
+fn route(
+    cmd: &RemotingCommand,
+    to: &Services,
+    out: &mut impl Responder,
+) -> Result<(), RemotingCommand> {
+    use RequestCode as C;
+    match cmd.request_code() {
+        // KV config: the KvStore.
+        C::PUT_KV_CONFIG => out.answer_later(to.kv.send(put_kv_config(cmd)?)),
+        C::GET_KV_CONFIG => out.answer_later(to.kv.send(get_kv_config(cmd)?)),
+        C::DELETE_KV_CONFIG => out.answer_later(to.kv.send(delete_kv_config(cmd)?)),
+        C::GET_KVLIST_BY_NAMESPACE => out.answer_later(to.kv.send(get_kv_list(cmd)?)),
+        // Brokers: the RouteRegistry.
+        C::REGISTER_BROKER => out.register_broker(),
+        C::UNREGISTER_BROKER => out.answer_later(to.routes.send(unregister_broker(cmd)?)),
+        C::BROKER_HEARTBEAT => out.answer_later(to.routes.send(broker_heartbeat(cmd)?)),
+        C::QUERY_DATA_VERSION => out.answer_later(to.routes.send(query_data_version(cmd)?)),
+        // Routes and cluster: the RouteRegistry (in cluster-test mode a route miss is then looked
+        // up on the product environment).
+        C::GET_ROUTEINFO_BY_TOPIC => {
+            let query = get_route_info(cmd)?;
+            match &to.product_env {
+                None => out.answer_later(to.routes.send(query)),
+                Some(env) => out.answer_later(route_with_fallback(&to.routes, env, query)),
+            }
         }
-        RequestCode::BROKER_HEARTBEAT => {
-            let h = header::<BrokerHeartbeatHeader>(cmd)?;
-            Request::BrokerHeartbeat(BrokerHeartbeat {
-                instance: BrokerInstance::new(h.cluster_name, h.broker_addr),
-            })
+        C::GET_BROKER_CLUSTER_INFO => out.answer_later(to.routes.send(GetClusterInfo)),
+        C::GET_BROKER_MEMBER_GROUP => out.answer_later(to.routes.send(member_group(cmd)?)),
+        C::WIPE_WRITE_PERM_OF_BROKER => out.answer_later(to.routes.send(WipeWritePerm {
+            name: read_header::<BrokerNameHeader>(cmd)?.broker_name,
+        })),
+        C::ADD_WRITE_PERM_OF_BROKER => out.answer_later(to.routes.send(AddWritePerm {
+            name: read_header::<BrokerNameHeader>(cmd)?.broker_name,
+        })),
+        C::DELETE_TOPIC_IN_NAMESRV => out.answer_later(to.routes.send(delete_topic(cmd)?)),
+        C::REGISTER_TOPIC_IN_NAMESRV => out.answer_later(to.routes.send(register_topic(cmd)?)),
+        // Topic lists: the RouteRegistry.
+        C::GET_ALL_TOPIC_LIST_FROM_NAMESERVER
+        | C::GET_TOPICS_BY_CLUSTER
+        | C::GET_SYSTEM_TOPIC_LIST_FROM_NS
+        | C::GET_UNIT_TOPIC_LIST
+        | C::GET_HAS_UNIT_SUB_TOPIC_LIST
+        | C::GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST => {
+            out.answer_later(to.routes.send(topic_list(cmd)?));
         }
-        RequestCode::QUERY_DATA_VERSION => {
-            let h = header::<QueryDataVersionHeader>(cmd)?;
-            let version = match cmd.body.as_deref() {
-                Some(bytes) => Some(
-                    fastjson::from_slice::<DataVersion>(bytes)
-                        .map_err(|e| system_error(format!("bad DataVersion body: {e}")))?,
-                ),
-                None => None,
-            };
-            Request::QueryDataVersion(QueryDataVersion {
-                instance: BrokerInstance::new(h.cluster_name, h.broker_addr),
-                version,
-            })
-        }
-        RequestCode::GET_ROUTEINFO_BY_TOPIC => {
-            let h = header::<GetRouteInfoHeader>(cmd)?;
-            let style =
-                if cmd.version >= version::V4_9_4 || h.accept_standard_json_only == Some(true) {
-                    JsonStyle::Standard
-                } else {
-                    JsonStyle::Legacy
-                };
-            let zone = h
-                .zone_name
-                .filter(|zone| h.zone_mode && !zone.trim().is_empty());
-            Request::GetRouteInfo(GetRouteInfo {
-                topic: h.topic,
-                style,
-                zone,
-            })
-        }
-        RequestCode::GET_BROKER_CLUSTER_INFO => Request::GetClusterInfo(GetClusterInfo),
-        RequestCode::GET_BROKER_MEMBER_GROUP => {
-            let h = header::<GetBrokerMemberGroupHeader>(cmd)?;
-            Request::GetBrokerMemberGroup(GetBrokerMemberGroup {
-                cluster: h.cluster_name,
-                name: h.broker_name,
-            })
-        }
-        RequestCode::WIPE_WRITE_PERM_OF_BROKER => Request::WipeWritePerm(WipeWritePerm {
-            name: header::<BrokerNameHeader>(cmd)?.broker_name,
-        }),
-        RequestCode::ADD_WRITE_PERM_OF_BROKER => Request::AddWritePerm(AddWritePerm {
-            name: header::<BrokerNameHeader>(cmd)?.broker_name,
-        }),
-        RequestCode::GET_ALL_TOPIC_LIST_FROM_NAMESERVER => topic_list(TopicListKind::All),
-        RequestCode::GET_TOPICS_BY_CLUSTER => topic_list(TopicListKind::ByCluster(
-            header::<GetTopicsByClusterHeader>(cmd)?.cluster,
-        )),
-        RequestCode::GET_SYSTEM_TOPIC_LIST_FROM_NS => topic_list(TopicListKind::System),
-        RequestCode::GET_UNIT_TOPIC_LIST => topic_list(TopicListKind::Unit),
-        RequestCode::GET_HAS_UNIT_SUB_TOPIC_LIST => topic_list(TopicListKind::HasUnitSub),
-        RequestCode::GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST => {
-            topic_list(TopicListKind::HasUnitSubUnUnit)
-        }
-        RequestCode::DELETE_TOPIC_IN_NAMESRV => {
-            let h = header::<DeleteTopicHeader>(cmd)?;
-            Request::DeleteTopic(DeleteTopic {
-                topic: h.topic,
-                cluster: h.cluster_name,
-            })
-        }
-        RequestCode::REGISTER_TOPIC_IN_NAMESRV => {
-            let h = header::<RegisterTopicHeader>(cmd)?;
-            let queue_datas = match cmd.body.as_deref() {
-                Some(bytes) => {
-                    fastjson::from_slice::<TopicRouteData>(bytes)
-                        .map_err(|e| system_error(format!("bad TopicRouteData body: {e}")))?
-                        .queue_datas
-                }
-                None => Vec::new(),
-            };
-            Request::RegisterTopic(RegisterTopic {
-                topic: h.topic,
-                queue_datas,
-            })
-        }
-        RequestCode::PUT_KV_CONFIG => {
-            let h = header::<PutKvConfigHeader>(cmd)?;
-            Request::PutKvConfig(PutKvConfig {
-                namespace: h.namespace,
-                key: h.key,
-                value: h.value,
-            })
-        }
-        RequestCode::GET_KV_CONFIG => {
-            let h = header::<GetKvConfigHeader>(cmd)?;
-            Request::GetKvConfig(GetKvConfig {
-                namespace: h.namespace,
-                key: h.key,
-            })
-        }
-        RequestCode::DELETE_KV_CONFIG => {
-            let h = header::<DeleteKvConfigHeader>(cmd)?;
-            Request::DeleteKvConfig(DeleteKvConfig {
-                namespace: h.namespace,
-                key: h.key,
-            })
-        }
-        RequestCode::GET_KVLIST_BY_NAMESPACE => Request::GetKvList(GetKvList {
-            namespace: header::<GetKvListByNamespaceHeader>(cmd)?.namespace,
-        }),
-        RequestCode::UPDATE_NAMESRV_CONFIG => Request::UpdateNamesrvConfig(UpdateNamesrvConfig {
+        // Runtime configuration: the runtime-config actor.
+        C::UPDATE_NAMESRV_CONFIG => out.answer_later(to.config_writer.send(UpdateNamesrvConfig {
             body: cmd.body.clone(),
-        }),
-        RequestCode::GET_NAMESRV_CONFIG => Request::GetNamesrvConfig(GetNamesrvConfig),
+        })),
+        C::GET_NAMESRV_CONFIG => out.answer_later(to.config_reader.send(GetNamesrvConfig)),
         _ => return Err(not_supported(cmd.code)),
-    };
-    Ok(request)
-}
-
-fn topic_list(kind: TopicListKind) -> Request {
-    Request::GetTopicList(GetTopicList { kind })
+    }
+    Ok(())
 }
 
 /// Reads a custom header; a missing or unparsable required field is a SYSTEM_ERROR naming it.
-fn header<H: CommandHeader>(cmd: &RemotingCommand) -> Result<H, RemotingCommand> {
+pub fn read_header<H: CommandHeader>(cmd: &RemotingCommand) -> Result<H, RemotingCommand> {
     H::decode(cmd).map_err(|e: HeaderFieldError| system_error(e.to_string()))
 }
 
-/// What a connection remembers of the last registration body it decoded, to recognise the same
-/// bytes next time (brokers re-send an unchanged body every 30 s) without decoding them again.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BodyMemo {
-    body_hash: u64,
-    body_len: usize,
-    compressed: bool,
-    /// The request-version ranges that read a body differently (< 3.0.11, < 5.0.0, newer).
-    version_class: u8,
-    summary: TopicSummary,
-    filter_servers: Option<Vec<String>>,
+// ---------------------------------------------------------------------------------------------
+// One reader per request code: header (and body) -> message.
+
+type Decoded<M> = Result<M, RemotingCommand>;
+
+fn put_kv_config(cmd: &RemotingCommand) -> Decoded<PutKvConfig> {
+    let h = read_header::<PutKvConfigHeader>(cmd)?;
+    Ok(PutKvConfig {
+        namespace: h.namespace,
+        key: h.key,
+        value: h.value,
+    })
 }
 
-fn version_class(version: i32) -> u8 {
-    if version < version::V3_0_11 {
-        0
-    } else if version < version::V5_0_0 {
-        1
-    } else {
-        2
-    }
+fn get_kv_config(cmd: &RemotingCommand) -> Decoded<GetKvConfig> {
+    let h = read_header::<GetKvConfigHeader>(cmd)?;
+    Ok(GetKvConfig {
+        namespace: h.namespace,
+        key: h.key,
+    })
 }
 
-fn body_hash(body: &[u8]) -> u64 {
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    hasher.write(body);
-    hasher.finish()
+fn delete_kv_config(cmd: &RemotingCommand) -> Decoded<DeleteKvConfig> {
+    let h = read_header::<DeleteKvConfigHeader>(cmd)?;
+    Ok(DeleteKvConfig {
+        namespace: h.namespace,
+        key: h.key,
+    })
 }
 
-/// REGISTER_BROKER (spec §3.4 steps 1-2): checksum, then the body by request version. A body
-/// byte-identical to `previous` (same hash, length and decoding rules) is not decoded again: the
-/// registration carries the summary remembered from it ([`TopicsPayload::Same`]).
-pub fn decode_registration(
-    cmd: &RemotingCommand,
-    conn: ConnId,
-    settings: &ConnectionSettings,
-    previous: Option<&BodyMemo>,
-) -> Result<(RegisterBroker, BodyMemo), RemotingCommand> {
-    let h = header::<RegisterBrokerHeader>(cmd)?;
-    let body = cmd.body_bytes();
-    if h.body_crc32 != 0 {
-        let crc = (crc32fast::hash(body) & 0x7FFF_FFFF) as i32;
-        if crc != h.body_crc32 {
-            // Java builds this answer from the response-header class: an empty extFields object.
-            return Err(system_error("crc32 not match").with_ext_fields(ExtFields::new()));
-        }
-    }
-    if cmd.version < 0 {
-        return Err(system_error(format!("unknown MQ version {}", cmd.version)));
-    }
-    let mut memo = BodyMemo {
-        body_hash: body_hash(body),
-        body_len: body.len(),
-        compressed: h.compressed,
-        version_class: version_class(cmd.version),
-        summary: TopicSummary {
-            data_version: Default::default(),
-            fingerprint: 0,
-            topic_count: 0,
+fn get_kv_list(cmd: &RemotingCommand) -> Decoded<GetKvList> {
+    Ok(GetKvList {
+        namespace: read_header::<GetKvListByNamespaceHeader>(cmd)?.namespace,
+    })
+}
+
+fn unregister_broker(cmd: &RemotingCommand) -> Decoded<UnregisterBroker> {
+    let h = read_header::<BrokerIdentityHeader>(cmd)?;
+    Ok(UnregisterBroker {
+        request: Unregistration {
+            cluster: h.cluster_name.into(),
+            addr: h.broker_addr.into(),
+            name: h.broker_name.into(),
+            id: h.broker_id,
         },
-        filter_servers: None,
+    })
+}
+
+fn broker_heartbeat(cmd: &RemotingCommand) -> Decoded<BrokerHeartbeat> {
+    let h = read_header::<BrokerHeartbeatHeader>(cmd)?;
+    Ok(BrokerHeartbeat {
+        instance: BrokerInstance::new(h.cluster_name, h.broker_addr),
+    })
+}
+
+fn query_data_version(cmd: &RemotingCommand) -> Decoded<QueryDataVersion> {
+    let h = read_header::<QueryDataVersionHeader>(cmd)?;
+    let version = match cmd.body.as_deref() {
+        Some(bytes) => Some(
+            fastjson::from_slice::<DataVersion>(bytes)
+                .map_err(|e| system_error(format!("bad DataVersion body: {e}")))?,
+        ),
+        None => None,
     };
-    let same = previous.filter(|p| {
-        (p.body_hash, p.body_len, p.compressed, p.version_class)
-            == (
-                memo.body_hash,
-                memo.body_len,
-                memo.compressed,
-                memo.version_class,
-            )
-    });
-    let (topics, filter_servers) = match same {
-        Some(previous) => {
-            memo = previous.clone();
-            (
-                TopicsPayload::Same(previous.summary),
-                previous.filter_servers.clone(),
-            )
+    Ok(QueryDataVersion {
+        instance: BrokerInstance::new(h.cluster_name, h.broker_addr),
+        version,
+    })
+}
+
+/// GET_ROUTEINFO_BY_TOPIC: standard JSON for V4_9_4+ requests or when asked for, legacy
+/// otherwise; a zone only in zone mode and when not blank.
+fn get_route_info(cmd: &RemotingCommand) -> Decoded<GetRouteInfo> {
+    let h = read_header::<GetRouteInfoHeader>(cmd)?;
+    let style = if cmd.version >= version::V4_9_4 || h.accept_standard_json_only == Some(true) {
+        JsonStyle::Standard
+    } else {
+        JsonStyle::Legacy
+    };
+    let zone = h
+        .zone_name
+        .filter(|zone| h.zone_mode && !zone.trim().is_empty());
+    Ok(GetRouteInfo {
+        topic: h.topic,
+        style,
+        zone,
+    })
+}
+
+fn member_group(cmd: &RemotingCommand) -> Decoded<GetBrokerMemberGroup> {
+    let h = read_header::<GetBrokerMemberGroupHeader>(cmd)?;
+    Ok(GetBrokerMemberGroup {
+        cluster: h.cluster_name,
+        name: h.broker_name,
+    })
+}
+
+fn delete_topic(cmd: &RemotingCommand) -> Decoded<DeleteTopic> {
+    let h = read_header::<DeleteTopicHeader>(cmd)?;
+    Ok(DeleteTopic {
+        topic: h.topic,
+        cluster: h.cluster_name,
+    })
+}
+
+fn register_topic(cmd: &RemotingCommand) -> Decoded<RegisterTopic> {
+    let h = read_header::<RegisterTopicHeader>(cmd)?;
+    let queue_datas = match cmd.body.as_deref() {
+        Some(bytes) => {
+            fastjson::from_slice::<TopicRouteData>(bytes)
+                .map_err(|e| system_error(format!("bad TopicRouteData body: {e}")))?
+                .queue_datas
         }
-        None => {
-            let decoded = RegisterBrokerBody::decode(
-                cmd.body.as_deref(),
-                h.compressed,
-                cmd.version,
-                settings.max_inflated_body,
-            )
-            .map_err(|e| system_error(e.to_string()))?;
-            let filter_servers =
-                (cmd.version >= version::V3_0_11).then_some(decoded.filter_server_list);
-            let table = TopicTable::new(decoded.topic_config_wrapper);
-            let payload = TopicsPayload::Full(table);
-            memo.summary = payload.summary();
-            memo.filter_servers.clone_from(&filter_servers);
-            (payload, filter_servers)
+        None => Vec::new(),
+    };
+    Ok(RegisterTopic {
+        topic: h.topic,
+        queue_datas,
+    })
+}
+
+/// The topic-list codes (206, 224, 304, 311, 312, 313).
+fn topic_list(cmd: &RemotingCommand) -> Decoded<GetTopicList> {
+    use RequestCode as C;
+    let kind = match cmd.request_code() {
+        C::GET_TOPICS_BY_CLUSTER => {
+            TopicListKind::ByCluster(read_header::<GetTopicsByClusterHeader>(cmd)?.cluster)
         }
+        C::GET_SYSTEM_TOPIC_LIST_FROM_NS => TopicListKind::System,
+        C::GET_UNIT_TOPIC_LIST => TopicListKind::Unit,
+        C::GET_HAS_UNIT_SUB_TOPIC_LIST => TopicListKind::HasUnitSub,
+        C::GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST => TopicListKind::HasUnitSubUnUnit,
+        _ => TopicListKind::All,
     };
-    let registration = Registration {
-        cluster: h.cluster_name.into(),
-        addr: h.broker_addr.into(),
-        name: h.broker_name.into(),
-        id: h.broker_id,
-        ha_server_addr: h.ha_server_addr,
-        zone_name: h.zone_name,
-        heartbeat_timeout: h
-            .heartbeat_timeout_millis
-            .map(|ms| Duration::from_millis(u64::try_from(ms).unwrap_or(0))),
-        enable_acting_master: h.enable_acting_master,
-        topics,
-        filter_servers,
-        conn,
-    };
-    Ok((RegisterBroker { registration }, memo))
+    Ok(GetTopicList { kind })
+}
+
+/// Cluster-test mode: a local route miss is looked up on the product environment's NameServer
+/// and answered in legacy JSON, as Java 4.x's `ClusterTestRequestProcessor` does.
+fn route_with_fallback(
+    routes: &Addr<RouteRegistry>,
+    product_env: &Recipient<LookupProductEnvRoute>,
+    query: GetRouteInfo,
+) -> impl Future<Output = Result<Result<RouteBody, RouteError>, MailboxError>> + 'static {
+    let local = routes.send(query);
+    let product_env = product_env.clone();
+    async move {
+        let local = local.await?;
+        let Err(RouteError::TopicNotExist(topic)) = local else {
+            return Ok(local);
+        };
+        let remote = product_env
+            .send(LookupProductEnvRoute {
+                topic: topic.clone(),
+            })
+            .await?;
+        Ok(match remote {
+            Some(route) => Ok(RouteBody(bytes::Bytes::from(rmq_protocol::body::to_json(
+                &route,
+                JsonStyle::Legacy,
+            )))),
+            None => Err(RouteError::TopicNotExist(topic)),
+        })
+    }
 }
 
 #[cfg(test)]
 mod tests {
-    use rmq_protocol::body::{to_json, TopicConfig};
-    use rmq_protocol::custom_headers::{CommandHeader, RegisterBrokerHeader};
-
     use super::*;
-
-    fn register_request(body: Vec<u8>, crc: i32, compressed: bool) -> RemotingCommand {
-        let header = RegisterBrokerHeader {
-            broker_name: "b".into(),
-            broker_addr: "127.0.0.1:1".into(),
-            cluster_name: "c".into(),
-            ha_server_addr: None,
-            broker_id: 0,
-            heartbeat_timeout_millis: Some(-5),
-            enable_acting_master: Some(false),
-            compressed,
-            body_crc32: crc,
-            zone_name: None,
-        };
-        RemotingCommand::request(RequestCode::REGISTER_BROKER)
-            .with_ext_fields(header.to_ext())
-            .with_body(body)
-    }
-
-    fn sample_body() -> RegisterBrokerBody {
-        let mut body = RegisterBrokerBody::default();
-        for t in ["a", "b"] {
-            body.topic_config_wrapper
-                .topic_config_table
-                .insert(t.into(), TopicConfig::new(t, 4, 6));
-        }
-        body
-    }
-
-    #[test]
-    fn register_checks_crc_and_decodes() {
-        let json = to_json(&sample_body(), JsonStyle::Legacy);
-        let crc = (crc32fast::hash(&json) & 0x7FFF_FFFF) as i32;
-        let settings = ConnectionSettings::default();
-        let dispatch = |cmd: &RemotingCommand, conn: ConnId, settings: &ConnectionSettings| {
-            decode_registration(cmd, conn, settings, None).map(|(msg, _)| msg)
-        };
-        match dispatch(
-            &register_request(json.clone(), crc, false),
-            ConnId(1),
-            &settings,
-        ) {
-            Ok(m) => {
-                assert_eq!(m.registration.topics.summary().topic_count, 2);
-                assert_eq!(m.registration.heartbeat_timeout, Some(Duration::ZERO));
-                assert_eq!(m.registration.filter_servers, Some(Vec::new()));
-            }
-            other => panic!("{other:?}"),
-        }
-        let err = dispatch(
-            &register_request(json.clone(), crc ^ 1, false),
-            ConnId(1),
-            &settings,
-        )
-        .unwrap_err();
-        assert_eq!(
-            (err.code, err.remark.as_deref()),
-            (1, Some("crc32 not match"))
-        );
-        // crc 0: unchecked.
-        assert!(dispatch(&register_request(json, 0, false), ConnId(1), &settings).is_ok());
-        // Compressed, with a wrong flag: a decode error naming the body.
-        let zipped = sample_body().encode_compressed(true);
-        assert!(dispatch(
-            &register_request(zipped.clone(), 0, true),
-            ConnId(1),
-            &settings
-        )
-        .is_ok());
-        let err = dispatch(&register_request(zipped, 0, false), ConnId(1), &settings).unwrap_err();
-        assert_eq!(err.code, 1);
-    }
-
-    #[test]
-    fn identical_bodies_are_not_decoded_again() {
-        let settings = ConnectionSettings::default();
-        let json = to_json(&sample_body(), JsonStyle::Legacy);
-        let request = register_request(json, 0, false);
-        let (first, memo) = decode_registration(&request, ConnId(1), &settings, None).unwrap();
-        assert!(matches!(first.registration.topics, TopicsPayload::Full(_)));
-        let (again, _) = decode_registration(&request, ConnId(1), &settings, Some(&memo)).unwrap();
-        assert!(
-            matches!(again.registration.topics, TopicsPayload::Same(s) if s == first.registration.topics.summary())
-        );
-        // Another body, or the same read under other rules, is decoded.
-        let other = register_request(
-            to_json(&RegisterBrokerBody::default(), JsonStyle::Legacy),
-            0,
-            false,
-        );
-        let (third, _) = decode_registration(&other, ConnId(1), &settings, Some(&memo)).unwrap();
-        assert!(matches!(third.registration.topics, TopicsPayload::Full(_)));
-        let old = request.clone().with_version(100);
-        let (fourth, _) = decode_registration(&old, ConnId(1), &settings, Some(&memo)).unwrap();
-        assert!(matches!(fourth.registration.topics, TopicsPayload::Full(_)));
-        // dispatch leaves registrations to the connection.
-        assert!(matches!(dispatch(&request), Ok(Request::RegisterBroker(_))));
-    }
 
     #[test]
     fn route_style_by_version_and_flag() {
-        let style = |cmd: RemotingCommand| match dispatch(&cmd) {
-            Ok(Request::GetRouteInfo(m)) => m.style,
-            other => panic!("{other:?}"),
-        };
+        let style = |cmd: RemotingCommand| get_route_info(&cmd).map(|m| m.style);
         let req =
             RemotingCommand::request(RequestCode::GET_ROUTEINFO_BY_TOPIC).with_ext("topic", "T");
-        assert_eq!(style(req.clone()), JsonStyle::Standard);
-        assert_eq!(style(req.clone().with_version(317)), JsonStyle::Legacy);
+        assert_eq!(style(req.clone()).unwrap(), JsonStyle::Standard);
+        assert_eq!(
+            style(req.clone().with_version(317)).unwrap(),
+            JsonStyle::Legacy
+        );
         assert_eq!(
             style(
                 req.with_version(317)
                     .with_ext("acceptStandardJsonOnly", "true")
-            ),
+            )
+            .unwrap(),
             JsonStyle::Standard
         );
     }
 
     #[test]
-    fn unknown_and_bad_requests_answer_at_once() {
-        let err = dispatch(&RemotingCommand::request(RequestCode(10))).unwrap_err();
-        assert_eq!(err.code, 3);
-        let err = dispatch(&RemotingCommand::request(RequestCode::UNREGISTER_BROKER)).unwrap_err();
+    fn bad_headers_and_bodies_are_answers() {
+        let err = unregister_broker(&RemotingCommand::request(RequestCode::UNREGISTER_BROKER))
+            .unwrap_err();
         assert_eq!(
             err.remark.as_deref(),
             Some("the custom field <brokerName> is null")
@@ -442,6 +322,42 @@ mod tests {
             .with_ext("brokerAddr", "a")
             .with_ext("clusterName", "c")
             .with_body(&b"{not json"[..]);
-        assert_eq!(dispatch(&bad_version).unwrap_err().code, 1);
+        assert_eq!(query_data_version(&bad_version).unwrap_err().code, 1);
+        let bad_route = RemotingCommand::request(RequestCode::REGISTER_TOPIC_IN_NAMESRV)
+            .with_ext("topic", "t")
+            .with_body(&b"[1,"[..]);
+        assert_eq!(register_topic(&bad_route).unwrap_err().code, 1);
+    }
+
+    #[test]
+    fn topic_lists_by_code() {
+        let kind = |code| {
+            topic_list(&RemotingCommand::request(code).with_ext("cluster", "c"))
+                .unwrap()
+                .kind
+        };
+        assert_eq!(
+            kind(RequestCode::GET_ALL_TOPIC_LIST_FROM_NAMESERVER),
+            TopicListKind::All
+        );
+        assert_eq!(
+            kind(RequestCode::GET_TOPICS_BY_CLUSTER),
+            TopicListKind::ByCluster("c".into())
+        );
+        assert_eq!(
+            kind(RequestCode::GET_SYSTEM_TOPIC_LIST_FROM_NS),
+            TopicListKind::System
+        );
+        assert_eq!(kind(RequestCode::GET_UNIT_TOPIC_LIST), TopicListKind::Unit);
+        assert_eq!(
+            kind(RequestCode::GET_HAS_UNIT_SUB_TOPIC_LIST),
+            TopicListKind::HasUnitSub
+        );
+        assert_eq!(
+            kind(RequestCode::GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST),
+            TopicListKind::HasUnitSubUnUnit
+        );
+        let no_cluster = RemotingCommand::request(RequestCode::GET_TOPICS_BY_CLUSTER);
+        assert_eq!(topic_list(&no_cluster).unwrap_err().code, 1);
     }
 }

@@ -9,19 +9,20 @@ use actix::prelude::*;
 use tokio::sync::oneshot;
 use tracing::{debug, info, warn};
 
-use crate::connection::Connection;
 use crate::messages::{
     ChannelClosed, CloseAll, CloseConnection, ConnectionClosed, ConnectionOpened, OpenConnections,
     RunScan, ScanInactive,
 };
-use crate::registry::RouteRegistry;
 use crate::route::{ConnId, ExpiredBroker};
 
 /// The housekeeping actor.
 pub struct Housekeeping {
-    routes: Addr<RouteRegistry>,
+    /// The route registry: expiry scans and connection closes.
+    scan: Recipient<ScanInactive>,
+    channel_closed: Recipient<ChannelClosed>,
     scan_interval: Duration,
-    connections: HashMap<ConnId, Addr<Connection>>,
+    /// Open connections, to close them on expiry or shutdown.
+    connections: HashMap<ConnId, Recipient<CloseConnection>>,
     /// `CloseAll` callers waiting for the last connection to stop.
     drain_waiters: Vec<oneshot::Sender<usize>>,
     /// Set by `CloseAll`: the server is stopping, no more scans.
@@ -29,9 +30,14 @@ pub struct Housekeeping {
 }
 
 impl Housekeeping {
-    pub fn new(routes: Addr<RouteRegistry>, scan_interval: Duration) -> Self {
+    pub fn new(
+        scan: Recipient<ScanInactive>,
+        channel_closed: Recipient<ChannelClosed>,
+        scan_interval: Duration,
+    ) -> Self {
         Self {
-            routes,
+            scan,
+            channel_closed,
             scan_interval,
             connections: HashMap::new(),
             drain_waiters: Vec::new(),
@@ -48,7 +54,7 @@ impl Housekeeping {
 
     /// Asks the registry to drop the brokers expired at `now` and closes their connections.
     fn scan_at(&mut self, now: Instant) -> impl ActorFuture<Self, Output = Vec<ExpiredBroker>> {
-        self.routes
+        self.scan
             .send(ScanInactive { now })
             .into_actor(self)
             .map(|result, act, _| match result {
@@ -104,7 +110,7 @@ impl Handler<ConnectionOpened> for Housekeeping {
     type Result = ();
 
     fn handle(&mut self, msg: ConnectionOpened, _: &mut Context<Self>) {
-        self.connections.insert(msg.conn, msg.addr);
+        self.connections.insert(msg.conn, msg.close);
     }
 }
 
@@ -113,7 +119,8 @@ impl Handler<ConnectionClosed> for Housekeeping {
 
     fn handle(&mut self, msg: ConnectionClosed, _: &mut Context<Self>) {
         self.connections.remove(&msg.conn);
-        self.routes.do_send(ChannelClosed { conn: msg.conn });
+        self.channel_closed
+            .do_send(ChannelClosed { conn: msg.conn });
         if self.connections.is_empty() {
             self.wake_drain_waiters();
         }

@@ -1,5 +1,5 @@
-//! The KV config store (spec §6): `KvTables` (namespace -> key -> value, Java's kvConfig.json
-//! format) and `KvStore`, the actor that owns them.
+//! The KV config store (docs/kv-and-config.md#kv-store): `KvTables` (namespace -> key -> value,
+//! Java's kvConfig.json format) and `KvStore`, the actor that owns them.
 //!
 //! Why an actor of its own rather than part of the RouteRegistry: KV changes are rare admin
 //! operations that wait for a file write, route queries are the hot path; keeping them apart means
@@ -14,15 +14,15 @@ use actix::prelude::*;
 use bytes::Bytes;
 use rmq_protocol::body::{to_json, KvTable, ORDER_TOPIC_CONFIG_NAMESPACE};
 use rmq_protocol::fastjson::{self, JsonStyle};
-use rmq_protocol::{ExtFields, RemotingCommand, ResponseCode};
 use serde::{Deserialize, Serialize};
 use tokio::sync::oneshot;
 use tracing::{error, info, warn};
 
-use crate::messages::{Body, OrderTopicConfChanged, Restart};
+use crate::messages::{
+    Body, DeleteKvConfig, FlushKv, GetKvConfig, GetKvList, KvReplyError, KvValue,
+    OrderTopicConfChanged, PutKvConfig, Restart,
+};
 use crate::persist::write_atomically;
-use crate::registry::RouteRegistry;
-use crate::response::{system_error, IntoResponse};
 
 /// The KV file cannot be used; start-up stops with this error.
 #[derive(Debug, thiserror::Error)]
@@ -134,90 +134,6 @@ impl KvTables {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Messages
-
-/// PUT_KV_CONFIG.
-#[derive(Debug, Message)]
-#[rtype(result = "Result<(), KvReplyError>")]
-pub struct PutKvConfig {
-    pub namespace: Option<String>,
-    pub key: Option<String>,
-    pub value: Option<String>,
-}
-
-/// DELETE_KV_CONFIG.
-#[derive(Debug, Message)]
-#[rtype(result = "Result<(), KvReplyError>")]
-pub struct DeleteKvConfig {
-    pub namespace: Option<String>,
-    pub key: Option<String>,
-}
-
-/// GET_KV_CONFIG.
-#[derive(Debug, Message)]
-#[rtype(result = "Result<KvValue, KvReplyError>")]
-pub struct GetKvConfig {
-    pub namespace: Option<String>,
-    pub key: Option<String>,
-}
-
-/// GET_KVLIST_BY_NAMESPACE.
-#[derive(Debug, Message)]
-#[rtype(result = "Result<Body, KvReplyError>")]
-pub struct GetKvList {
-    pub namespace: Option<String>,
-}
-
-/// Waits until every change made so far is on disk (or its write failed); answers whether the
-/// file is up to date.
-#[derive(Debug, Message)]
-#[rtype(result = "bool")]
-pub struct FlushKv;
-
-/// A found KV value.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct KvValue(pub String);
-
-/// Why a KV request failed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum KvReplyError {
-    /// Namespace or key missing from the request.
-    NamespaceOrKeyNull,
-    /// GET_KV_CONFIG miss.
-    NoItem { namespace: String, key: String },
-    /// GET_KVLIST_BY_NAMESPACE miss.
-    NoNamespace { namespace: String },
-    /// The change is applied in memory but the file could not be written.
-    NotPersisted(String),
-}
-
-impl IntoResponse for KvValue {
-    fn into_response(self) -> RemotingCommand {
-        RemotingCommand::success().with_ext_fields(ExtFields::new().with("value", self.0))
-    }
-}
-
-impl IntoResponse for KvReplyError {
-    fn into_response(self) -> RemotingCommand {
-        match self {
-            Self::NamespaceOrKeyNull => system_error("namespace or key is null"),
-            Self::NoItem { namespace, key } => RemotingCommand::response(
-                ResponseCode::QUERY_NOT_FOUND,
-                Some(format!("No config item, Namespace: {namespace} Key: {key}")),
-            )
-            .with_ext_fields(ExtFields::new()),
-            Self::NoNamespace { namespace } => RemotingCommand::response(
-                ResponseCode::QUERY_NOT_FOUND,
-                Some(format!("No config item, Namespace: {namespace}")),
-            ),
-            Self::NotPersisted(reason) => system_error(format!(
-                "the change is applied but could not be saved (it is retried with the next change): {reason}"
-            )),
-        }
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
 // Actor
 
 /// The KV store actor. Writes go to a blocking thread, one at a time; a change's reply waits for
@@ -225,7 +141,8 @@ impl IntoResponse for KvReplyError {
 pub struct KvStore {
     tables: KvTables,
     path: PathBuf,
-    routes: Addr<RouteRegistry>,
+    /// Told every change of the ORDER_TOPIC_CONFIG namespace (the route registry).
+    order_conf: Recipient<OrderTopicConfChanged>,
     print_interval: Duration,
     /// Bumped by every change; `persisted` is the last version on disk.
     version: u64,
@@ -238,13 +155,13 @@ impl KvStore {
     pub fn new(
         tables: KvTables,
         path: PathBuf,
-        routes: Addr<RouteRegistry>,
+        order_conf: Recipient<OrderTopicConfChanged>,
         print_interval: Duration,
     ) -> Self {
         Self {
             tables,
             path,
-            routes,
+            order_conf,
             print_interval,
             version: 0,
             persisted: 0,
@@ -254,7 +171,7 @@ impl KvStore {
     }
 
     fn publish_order_conf(&self) {
-        self.routes.do_send(OrderTopicConfChanged {
+        self.order_conf.do_send(OrderTopicConfChanged {
             table: self.tables.namespace(ORDER_TOPIC_CONFIG_NAMESPACE).cloned(),
         });
     }
@@ -490,29 +407,5 @@ mod tests {
         let err = KvTables::load(&bad).unwrap_err();
         assert!(err.to_string().contains("bad.json"), "{err}");
         let _ = std::fs::remove_dir_all(&dir);
-    }
-
-    #[test]
-    fn replies_match_java() {
-        let r = KvReplyError::NoItem {
-            namespace: "namespace".into(),
-            key: "key".into(),
-        }
-        .into_response();
-        assert_eq!(
-            (r.code, r.remark.as_deref()),
-            (22, Some("No config item, Namespace: namespace Key: key"))
-        );
-        assert_eq!(r.ext_fields, Some(ExtFields::new()));
-        let r = KvReplyError::NoNamespace {
-            namespace: "x".into(),
-        }
-        .into_response();
-        assert_eq!(
-            (r.code, r.remark.as_deref()),
-            (22, Some("No config item, Namespace: x"))
-        );
-        assert!(r.ext_fields.is_none());
-        assert_eq!(KvValue("v".into()).into_response().ext("value"), Some("v"));
     }
 }

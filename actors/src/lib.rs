@@ -18,6 +18,7 @@ pub mod listener;
 pub mod messages;
 pub mod outbox;
 pub mod persist;
+pub mod registration;
 pub mod registry;
 pub mod response;
 pub mod route;

@@ -1,54 +1,111 @@
 //! Listener: accepts connections, numbers them, caps how many are open, and starts each one's
-//! Connection actor on a worker arbiter (round robin).
+//! Connection actor on a worker arbiter (round robin). When accepting fails (out of file
+//! descriptors, EMFILE/ENFILE, and the like) it pauses before trying again, doubling the pause up
+//! to a cap, and never gives up.
 
+use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context as TaskContext, Poll};
+use std::time::Duration;
 
 use actix::prelude::*;
 use futures_util::Stream;
 use tokio::net::{TcpListener, TcpStream};
 use tracing::{debug, error, info, warn};
 
-use crate::connection::{BoxedRead, BoxedWrite, Connection, Services};
+use crate::connection::{BoxedRead, BoxedWrite, Connection};
+use crate::dispatch::Services;
 use crate::messages::{ConnectionClosed, StopAccepting};
 use crate::route::ConnId;
-use crate::settings::ConnectionSettings;
+use crate::settings::ServerSettings;
 
-/// The accepted sockets of a listener, as a stream.
-struct Incoming(TcpListener);
+/// The first pause after a failed accept.
+const ACCEPT_BACKOFF_START: Duration = Duration::from_millis(5);
+/// The longest pause between failed accepts.
+const ACCEPT_BACKOFF_MAX: Duration = Duration::from_secs(1);
 
-impl Stream for Incoming {
-    type Item = io::Result<(TcpStream, SocketAddr)>;
+/// Something that accepts connections: a [`TcpListener`], or a fake in tests.
+trait Accept {
+    type Conn;
+    fn poll_accept(&mut self, cx: &mut TaskContext<'_>) -> Poll<io::Result<Self::Conn>>;
+}
+
+impl Accept for TcpListener {
+    type Conn = (TcpStream, SocketAddr);
+
+    fn poll_accept(&mut self, cx: &mut TaskContext<'_>) -> Poll<io::Result<Self::Conn>> {
+        TcpListener::poll_accept(self, cx)
+    }
+}
+
+/// The accepted connections of a listener, as a stream. After an error it yields the error and
+/// waits before accepting again: a listener out of file descriptors would otherwise spin.
+struct Incoming<A> {
+    accept: A,
+    backoff: Duration,
+    pause: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl<A: Accept> Incoming<A> {
+    fn new(accept: A) -> Self {
+        Self {
+            accept,
+            backoff: ACCEPT_BACKOFF_START,
+            pause: None,
+        }
+    }
+}
+
+impl<A: Accept + Unpin> Stream for Incoming<A> {
+    type Item = io::Result<A::Conn>;
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Option<Self::Item>> {
-        self.0.poll_accept(cx).map(Some)
+        let this = self.get_mut();
+        if let Some(pause) = this.pause.as_mut() {
+            if pause.as_mut().poll(cx).is_pending() {
+                return Poll::Pending;
+            }
+            this.pause = None;
+        }
+        match this.accept.poll_accept(cx) {
+            Poll::Ready(Ok(conn)) => {
+                this.backoff = ACCEPT_BACKOFF_START;
+                Poll::Ready(Some(Ok(conn)))
+            }
+            Poll::Ready(Err(err)) => {
+                this.pause = Some(Box::pin(tokio::time::sleep(this.backoff)));
+                this.backoff = (this.backoff * 2).min(ACCEPT_BACKOFF_MAX);
+                Poll::Ready(Some(Err(err)))
+            }
+            Poll::Pending => Poll::Pending,
+        }
     }
 }
 
 /// Everything a listener needs to start connections.
 pub struct ListenerSetup {
     pub listener: TcpListener,
-    pub max_connections: usize,
     /// Arbiters that run connection actors; empty means the listener's own.
     pub workers: Vec<ArbiterHandle>,
-    pub settings: ConnectionSettings,
+    /// `max_connections` and every connection's limits.
+    pub settings: ServerSettings,
     /// The actors connections talk to.
     pub services: Services,
 }
 
 /// The listener actor.
 pub struct Listener {
-    incoming: Option<Incoming>,
+    incoming: Option<Incoming<TcpListener>>,
     local_addr: Option<SocketAddr>,
     max_connections: usize,
     workers: Vec<ArbiterHandle>,
     next_worker: usize,
     next_id: u64,
     open: usize,
-    settings: ConnectionSettings,
+    settings: ServerSettings,
     services: Services,
 }
 
@@ -56,8 +113,8 @@ impl Listener {
     pub fn new(setup: ListenerSetup) -> Self {
         Self {
             local_addr: setup.listener.local_addr().ok(),
-            incoming: Some(Incoming(setup.listener)),
-            max_connections: setup.max_connections,
+            incoming: Some(Incoming::new(setup.listener)),
+            max_connections: setup.settings.max_connections,
             workers: setup.workers,
             next_worker: 0,
             next_id: 0,
@@ -120,12 +177,20 @@ fn start_connection(
     stream: TcpStream,
     services: Services,
     listener: Recipient<ConnectionClosed>,
-    settings: ConnectionSettings,
+    settings: ServerSettings,
 ) {
     let (read, write) = stream.into_split();
     let read: BoxedRead = Box::new(read);
     let write: BoxedWrite = Box::new(write);
-    Connection::start(id, peer, read, write, services, listener, Rc::new(settings));
+    Connection::start(
+        id,
+        peer,
+        read,
+        write,
+        Rc::new(services),
+        listener,
+        Rc::new(settings),
+    );
 }
 
 impl Actor for Listener {
@@ -147,8 +212,8 @@ impl StreamHandler<io::Result<(TcpStream, SocketAddr)>> for Listener {
     fn handle(&mut self, item: io::Result<(TcpStream, SocketAddr)>, ctx: &mut Context<Self>) {
         match item {
             Ok((stream, peer)) => self.accept(stream, peer, ctx),
-            // Running out of file descriptors and the like: keep listening.
-            Err(err) => warn!(error = %err, "accept failed"),
+            // Running out of file descriptors and the like: keep listening, after a pause.
+            Err(err) => warn!(error = %err, "accept failed; pausing before the next accept"),
         }
     }
 
@@ -171,5 +236,58 @@ impl Handler<StopAccepting> for Listener {
     fn handle(&mut self, _: StopAccepting, ctx: &mut Context<Self>) {
         // Stopping drops the accept stream and with it the listening socket.
         ctx.stop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::VecDeque;
+
+    use futures_util::StreamExt;
+
+    use super::*;
+
+    /// Accepts from a script: `Err` for a failure, `Ok(n)` for connection `n`.
+    struct Script(VecDeque<io::Result<u32>>);
+
+    impl Accept for Script {
+        type Conn = u32;
+
+        fn poll_accept(&mut self, _: &mut TaskContext<'_>) -> Poll<io::Result<u32>> {
+            match self.0.pop_front() {
+                Some(next) => Poll::Ready(next),
+                None => Poll::Pending,
+            }
+        }
+    }
+
+    fn emfile() -> io::Result<u32> {
+        Err(io::Error::from_raw_os_error(24))
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn failed_accepts_back_off_exponentially_up_to_a_cap_and_recover() {
+        let mut script: VecDeque<io::Result<u32>> = (0..12).map(|_| emfile()).collect();
+        script.push_back(Ok(1));
+        script.push_back(emfile());
+        script.push_back(Ok(2));
+        let mut incoming = Incoming::new(Script(script));
+        let start = tokio::time::Instant::now();
+        let mut failures_at = Vec::new();
+        for _ in 0..12 {
+            assert!(incoming.next().await.is_some_and(|r| r.is_err()));
+            failures_at.push(start.elapsed());
+        }
+        let gaps: Vec<Duration> = failures_at.windows(2).map(|w| w[1] - w[0]).collect();
+        assert_eq!(gaps[0], ACCEPT_BACKOFF_START);
+        assert_eq!(gaps[1], ACCEPT_BACKOFF_START * 2);
+        assert!(gaps.windows(2).all(|w| w[1] >= w[0]), "{gaps:?}");
+        assert_eq!(*gaps.last().unwrap(), ACCEPT_BACKOFF_MAX, "{gaps:?}");
+        // It never gives up: the next connection is accepted, and a success resets the pause.
+        assert_eq!(incoming.next().await.unwrap().unwrap(), 1);
+        let before = tokio::time::Instant::now();
+        assert!(incoming.next().await.unwrap().is_err());
+        assert_eq!(incoming.next().await.unwrap().unwrap(), 2);
+        assert_eq!(before.elapsed(), ACCEPT_BACKOFF_START);
     }
 }

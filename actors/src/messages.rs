@@ -1,5 +1,8 @@
-//! Every message between the actors. Request/reply messages travel with `Addr::send` (a one-shot
-//! reply channel); events with `do_send`.
+//! Every message between the actors, and the typed replies they answer with. Request/reply
+//! messages travel with `send` (a one-shot reply channel); events with `do_send`. This file sits at
+//! the bottom of the actors: it names data types only (route, settings, protocol), never an actor;
+//! a message that carries a way back holds a [`Recipient`], not an actor's address. How a reply
+//! becomes a wire response is the response module's concern. docs/actors.md lists who sends what to whom.
 
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -9,18 +12,19 @@ use bytes::Bytes;
 use rmq_protocol::body::{DataVersion, QueueData};
 use rmq_protocol::fastjson::JsonStyle;
 
-use crate::connection::Connection;
 use crate::route::{
-    BrokerInstance, ConnId, ExpiredBroker, RegisterOutcome, Registration, Unregistration,
+    BrokerInstance, ConnId, ExpiredBroker, NeedTopics, RegisterOutcome, Registration,
+    Unregistration,
 };
-use crate::settings::LiveSettings;
+use crate::settings::RegistrySettings;
 
 // ---------------------------------------------------------------------------------------------
 // Connection -> RouteRegistry: one message per request code.
 
-/// REGISTER_BROKER, with its body already decoded by the connection.
+/// REGISTER_BROKER, with its body decoded (or recognised as the previous one) by
+/// the registration module. [`NeedTopics`] asks for the decoded table after all.
 #[derive(Debug, Message)]
-#[rtype(result = "RegisterBrokerReply")]
+#[rtype(result = "Result<RegisterBrokerReply, NeedTopics>")]
 pub struct RegisterBroker {
     pub registration: Registration,
 }
@@ -195,7 +199,8 @@ pub struct ChannelClosed {
 #[rtype(result = "()")]
 pub struct ConnectionOpened {
     pub conn: ConnId,
-    pub addr: Addr<Connection>,
+    /// Where to ask the connection to close.
+    pub close: Recipient<CloseConnection>,
 }
 
 /// A connection stopped.
@@ -233,11 +238,11 @@ pub struct StopAccepting;
 // ---------------------------------------------------------------------------------------------
 // Configuration and KV -> RouteRegistry.
 
-/// New values of the live-updatable settings.
+/// New registry settings (UPDATE_NAMESRV_CONFIG changed some); the registry takes them whole.
 #[derive(Debug, Message)]
 #[rtype(result = "()")]
 pub struct ApplySettings {
-    pub settings: LiveSettings,
+    pub settings: RegistrySettings,
 }
 
 /// The ORDER_TOPIC_CONFIG namespace changed; the registry keeps a copy for routes and
@@ -247,6 +252,64 @@ pub struct ApplySettings {
 pub struct OrderTopicConfChanged {
     /// `None` when the namespace does not exist (REGISTER_BROKER replies then carry no body).
     pub table: Option<BTreeMap<String, String>>,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Connection -> KvStore.
+
+/// PUT_KV_CONFIG.
+#[derive(Debug, Message)]
+#[rtype(result = "Result<(), KvReplyError>")]
+pub struct PutKvConfig {
+    pub namespace: Option<String>,
+    pub key: Option<String>,
+    pub value: Option<String>,
+}
+
+/// DELETE_KV_CONFIG.
+#[derive(Debug, Message)]
+#[rtype(result = "Result<(), KvReplyError>")]
+pub struct DeleteKvConfig {
+    pub namespace: Option<String>,
+    pub key: Option<String>,
+}
+
+/// GET_KV_CONFIG.
+#[derive(Debug, Message)]
+#[rtype(result = "Result<KvValue, KvReplyError>")]
+pub struct GetKvConfig {
+    pub namespace: Option<String>,
+    pub key: Option<String>,
+}
+
+/// GET_KVLIST_BY_NAMESPACE.
+#[derive(Debug, Message)]
+#[rtype(result = "Result<Body, KvReplyError>")]
+pub struct GetKvList {
+    pub namespace: Option<String>,
+}
+
+/// Waits until every change made so far is on disk (or its write failed); answers whether the
+/// file is up to date.
+#[derive(Debug, Message)]
+#[rtype(result = "bool")]
+pub struct FlushKv;
+
+/// A found KV value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KvValue(pub String);
+
+/// Why a KV request failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KvReplyError {
+    /// Namespace or key missing from the request.
+    NamespaceOrKeyNull,
+    /// GET_KV_CONFIG miss.
+    NoItem { namespace: String, key: String },
+    /// GET_KVLIST_BY_NAMESPACE miss.
+    NoNamespace { namespace: String },
+    /// The change is applied in memory but the file could not be written.
+    NotPersisted(String),
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ use tracing::{debug, info, warn};
 
 use crate::messages::*;
 use crate::route::{ExpiredBroker, RouteTables};
-use crate::settings::LiveSettings;
+use crate::settings::RegistrySettings;
 
 /// Mailbox capacity: senders wait (backpressure) once this many messages are queued.
 pub const REGISTRY_MAILBOX: usize = 16 * 1024;
@@ -21,7 +21,10 @@ pub const REGISTRY_MAILBOX: usize = 16 * 1024;
 /// registry (see [`actix::Supervised`]) is complete again within one registration period.
 pub struct RouteRegistry {
     tables: RouteTables,
-    settings: LiveSettings,
+    /// Read at every use, so an `ApplySettings` takes effect at once.
+    settings: RegistrySettings,
+    /// Cluster-test mode: routes always carry orderTopicConf and are always legacy JSON.
+    cluster_test: bool,
     /// A copy of the KV namespace ORDER_TOPIC_CONFIG, pushed by the KV store on every change.
     order_topic_conf: BTreeMap<String, String>,
     /// That namespace encoded as a KVTable, for REGISTER_BROKER replies; `None` when it does
@@ -29,54 +32,33 @@ pub struct RouteRegistry {
     order_topic_conf_body: Option<Bytes>,
     /// When this registry started; route queries may wait `wait_for_service` after it.
     started_at: Instant,
-    limits: RegistrySetup,
 }
 
-/// Start-time settings of the registry.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RegistrySetup {
-    /// Bytes of encoded routes kept in the route cache.
-    pub route_cache_bytes: usize,
-    /// Expiry of brokers that registered no timeout of their own.
-    pub broker_expiry: std::time::Duration,
-    /// Cluster-test mode: routes always carry orderTopicConf and are always legacy JSON.
-    pub cluster_test: bool,
-}
-
-impl Default for RegistrySetup {
-    fn default() -> Self {
-        Self {
-            route_cache_bytes: 64 * 1024 * 1024,
-            broker_expiry: crate::route::DEFAULT_BROKER_EXPIRY,
-            cluster_test: false,
-        }
-    }
-}
-
-fn new_tables(settings: &LiveSettings, limits: RegistrySetup) -> RouteTables {
-    RouteTables::new(settings.route_options(), limits.route_cache_bytes)
-        .with_default_expiry(limits.broker_expiry)
+fn new_tables(settings: &RegistrySettings) -> RouteTables {
+    RouteTables::new(settings.route_options(), settings.route_cache_bytes)
+        .with_default_expiry(settings.broker_expiry)
 }
 
 impl RouteRegistry {
-    pub fn new(settings: LiveSettings, limits: RegistrySetup) -> Self {
+    /// `cluster_test`: Java's `clusterTest` mode (see docs/route-rules.md#cluster-test-mode).
+    pub fn new(settings: RegistrySettings, cluster_test: bool) -> Self {
         Self {
-            tables: new_tables(&settings, limits),
+            tables: new_tables(&settings),
             settings,
+            cluster_test,
             order_topic_conf: BTreeMap::new(),
             order_topic_conf_body: None,
             started_at: Instant::now(),
-            limits,
         }
     }
 
     /// Whether routes carry the ORDER_TOPIC_CONFIG value of their topic.
     fn shows_order_conf(&self) -> bool {
-        self.settings.order_message_enable || self.limits.cluster_test
+        self.settings.order_message_enable || self.cluster_test
     }
 
     fn route_body(&mut self, topic: &str, style: JsonStyle) -> Option<Bytes> {
-        let style = if self.limits.cluster_test {
+        let style = if self.cluster_test {
             JsonStyle::Legacy
         } else {
             style
@@ -99,7 +81,7 @@ impl RouteRegistry {
     }
 }
 
-/// Java's `ZoneRouteRPCHook` (spec §3.6 step 6): keep groups without a master or in `zone`
+/// Java's `ZoneRouteRPCHook` (docs/route-rules.md#zone-filtering): keep groups without a master or in `zone`
 /// (case-insensitive); drop every other group with its queues and filter servers.
 pub fn filter_by_zone(route: &mut TopicRouteData, zone: &str) {
     let mut dropped = Vec::new();
@@ -141,7 +123,7 @@ impl Supervised for RouteRegistry {
             brokers = self.tables.live_count(),
             "route registry restarting; routes come back with the next broker registrations"
         );
-        self.tables = new_tables(&self.settings, self.limits);
+        self.tables = new_tables(&self.settings);
         self.started_at = Instant::now();
     }
 }
@@ -156,10 +138,10 @@ impl Handler<RegisterBroker> for RouteRegistry {
         } else {
             None
         };
-        MessageResult(RegisterBrokerReply {
+        MessageResult(outcome.map(|outcome| RegisterBrokerReply {
             outcome,
             order_topic_config,
-        })
+        }))
     }
 }
 
@@ -198,7 +180,7 @@ impl Handler<GetRouteInfo> for RouteRegistry {
     fn handle(&mut self, msg: GetRouteInfo, _: &mut Context<Self>) -> Self::Result {
         // Java's cluster-test processor has no ready check.
         let waiting = self.settings.need_wait_for_service
-            && !self.limits.cluster_test
+            && !self.cluster_test
             && self.started_at.elapsed() < self.settings.wait_for_service;
         if waiting {
             return Err(RouteError::NotReady);
@@ -316,12 +298,15 @@ impl Handler<ApplySettings> for RouteRegistry {
     type Result = ();
 
     fn handle(&mut self, msg: ApplySettings, _: &mut Context<Self>) {
-        if msg.settings.order_message_enable != self.settings.order_message_enable {
+        let new = msg.settings;
+        if new.order_message_enable != self.settings.order_message_enable {
             self.tables.invalidate_all();
         }
-        self.tables.set_options(msg.settings.route_options());
-        info!(settings = ?msg.settings, "live settings applied");
-        self.settings = msg.settings;
+        self.tables.set_options(new.route_options());
+        self.tables.set_cache_limit(new.route_cache_bytes);
+        self.tables.set_default_expiry(new.broker_expiry);
+        info!(settings = ?new, "registry settings applied");
+        self.settings = new;
     }
 }
 

@@ -1,5 +1,6 @@
-//! Turning typed replies into response commands (codes, remarks, headers and bodies as Java
-//! sends them). The connection then stamps opaque, version and serialize type.
+//! Turning the typed replies of `crate::messages` into response commands (codes, remarks, headers
+//! and bodies as Java sends them), all in one place. The connection then stamps opaque, version
+//! and serialize type.
 
 use rmq_protocol::body::to_json;
 use rmq_protocol::custom_headers::{CommandHeader, RegisterBrokerResponseHeader};
@@ -7,8 +8,8 @@ use rmq_protocol::fastjson::JsonStyle;
 use rmq_protocol::{ExtFields, RemotingCommand, ResponseCode};
 
 use crate::messages::{
-    AddTopicCount, Body, ConfigUpdateError, DataVersionReply, Disabled, MemberGroupBody,
-    RegisterBrokerReply, RouteBody, RouteError, WipeTopicCount,
+    AddTopicCount, Body, ConfigUpdateError, DataVersionReply, Disabled, KvReplyError, KvValue,
+    MemberGroupBody, RegisterBrokerReply, RouteBody, RouteError, WipeTopicCount,
 };
 use crate::route::RegisterOutcome;
 
@@ -117,10 +118,6 @@ impl IntoResponse for DataVersionReply {
 impl IntoResponse for RegisterBrokerReply {
     fn into_response(self) -> RemotingCommand {
         let header = match self.outcome {
-            RegisterOutcome::NeedTopics => {
-                // The connection decodes the body and registers again instead of sending this.
-                return system_error("registration must be sent again with its topics");
-            }
             RegisterOutcome::SingleTopicFirstRegistration => {
                 // With the response-header class's empty extFields, as Java sends it.
                 return system_error("register broker failed").with_ext_fields(ExtFields::new());
@@ -138,6 +135,32 @@ impl IntoResponse for RegisterBrokerReply {
         match self.order_topic_config {
             Some(body) => resp.with_body(body),
             None => resp,
+        }
+    }
+}
+
+impl IntoResponse for KvValue {
+    fn into_response(self) -> RemotingCommand {
+        RemotingCommand::success().with_ext_fields(ExtFields::new().with("value", self.0))
+    }
+}
+
+impl IntoResponse for KvReplyError {
+    fn into_response(self) -> RemotingCommand {
+        match self {
+            Self::NamespaceOrKeyNull => system_error("namespace or key is null"),
+            Self::NoItem { namespace, key } => RemotingCommand::response(
+                ResponseCode::QUERY_NOT_FOUND,
+                Some(format!("No config item, Namespace: {namespace} Key: {key}")),
+            )
+            .with_ext_fields(ExtFields::new()),
+            Self::NoNamespace { namespace } => RemotingCommand::response(
+                ResponseCode::QUERY_NOT_FOUND,
+                Some(format!("No config item, Namespace: {namespace}")),
+            ),
+            Self::NotPersisted(reason) => system_error(format!(
+                "the change is applied but could not be saved (it is retried with the next change): {reason}"
+            )),
         }
     }
 }
@@ -197,5 +220,29 @@ mod tests {
         .into_response();
         assert_eq!(r.ext_fields, Some(ExtFields::new()));
         assert_eq!(r.body, None);
+    }
+
+    #[test]
+    fn kv_replies_match_java() {
+        let r = KvReplyError::NoItem {
+            namespace: "namespace".into(),
+            key: "key".into(),
+        }
+        .into_response();
+        assert_eq!(
+            (r.code, r.remark.as_deref()),
+            (22, Some("No config item, Namespace: namespace Key: key"))
+        );
+        assert_eq!(r.ext_fields, Some(ExtFields::new()));
+        let r = KvReplyError::NoNamespace {
+            namespace: "x".into(),
+        }
+        .into_response();
+        assert_eq!(
+            (r.code, r.remark.as_deref()),
+            (22, Some("No config item, Namespace: x"))
+        );
+        assert!(r.ext_fields.is_none());
+        assert_eq!(KvValue("v".into()).into_response().ext("value"), Some("v"));
     }
 }

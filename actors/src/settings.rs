@@ -1,38 +1,206 @@
-//! Settings the actors read: the live NameServer switches and the per-connection limits.
-//! The root crate builds them from its `Config`.
+//! The settings of the actors, each defined once: the `[server]`, `[registry]` and `[kv]`
+//! sections of `config.toml` as serde structs (durations as humantime strings), their defaults
+//! and their checks. The daemon's `Config` composes them, as rumqttd's config composes its
+//! router's; the actors take them as they are.
 
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use rmq_protocol::code::{version, SerializeType};
 use rmq_protocol::codec::DEFAULT_MAX_FRAME;
+use serde::{Deserialize, Serialize};
 
-use crate::route::RouteOptions;
+use crate::route::{RouteOptions, DEFAULT_BROKER_EXPIRY, DEFAULT_ROUTE_CACHE_BYTES};
 
-/// Java `NamesrvConfig` switches that an UPDATE_NAMESRV_CONFIG applies at once.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LiveSettings {
-    /// Fill `orderTopicConf` in routes from the ORDER_TOPIC_CONFIG KV namespace.
+/// A setting whose value cannot be used: `key` is its dotted name in `config.toml`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid value for `{key}`: {reason}")]
+pub struct InvalidSetting {
+    pub key: &'static str,
+    pub reason: String,
+}
+
+fn invalid(key: &'static str, reason: impl Into<String>) -> InvalidSetting {
+    InvalidSetting {
+        key,
+        reason: reason.into(),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// [server]
+
+/// How response headers are serialized (Java: `rocketmq.serialize.type`, always JSON).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ResponseSerialize {
+    /// The serialize type of the request (JSON requests, which every C++ client sends, get JSON).
+    #[default]
+    Mirror,
+    /// Always JSON, like a Java server.
+    Json,
+    /// Always the binary ROCKETMQ form.
+    Rocketmq,
+}
+
+impl ResponseSerialize {
+    /// The serialize type of the response to a request of `request`'s type.
+    pub fn for_request(self, request: SerializeType) -> SerializeType {
+        match self {
+            Self::Mirror => request,
+            Self::Json => SerializeType::Json,
+            Self::Rocketmq => SerializeType::RocketMq,
+        }
+    }
+}
+
+/// The listening socket, the connection threads and per-connection limits (Java:
+/// `NettyServerConfig`). The listener and every connection read it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ServerSettings {
+    /// Address to listen on (Java: `bindAddress` + `listenPort`).
+    pub listen: SocketAddr,
+    /// Threads running connections; 0 = one per CPU (Java: `serverWorkerThreads`).
+    pub workers: usize,
+    /// Open connections beyond this are refused.
+    pub max_connections: usize,
+    /// Largest frame accepted, in bytes, length field included (Java:
+    /// `com.rocketmq.remoting.frameMaxLength`).
+    pub max_frame_bytes: usize,
+    /// Largest inflated size of a compressed registration body, in bytes.
+    pub max_inflated_body_bytes: usize,
+    /// Requests of one connection processed at once; reading pauses beyond it.
+    pub max_in_flight: usize,
+    /// Close a connection with no traffic for this long; "0s" never (Java:
+    /// `serverChannelMaxIdleTimeSeconds`).
+    #[serde(with = "humantime_serde")]
+    pub idle_timeout: Duration,
+    /// `MQVersion` ordinal put in every response (479 = V5_3_3).
+    pub advertised_version: i32,
+    /// Serialize type of response headers: "mirror", "json" or "rocketmq".
+    pub response_serialize: ResponseSerialize,
+    /// How long a graceful stop waits for connections to close.
+    #[serde(with = "humantime_serde")]
+    pub shutdown_grace: Duration,
+}
+
+impl Default for ServerSettings {
+    fn default() -> Self {
+        Self {
+            listen: SocketAddr::from(([0, 0, 0, 0], 9876)),
+            workers: 0,
+            max_connections: 65_536,
+            max_frame_bytes: DEFAULT_MAX_FRAME,
+            max_inflated_body_bytes: 64 * DEFAULT_MAX_FRAME,
+            max_in_flight: 1024,
+            idle_timeout: Duration::from_secs(120),
+            advertised_version: version::V5_3_3,
+            response_serialize: ResponseSerialize::Mirror,
+            shutdown_grace: Duration::from_secs(5),
+        }
+    }
+}
+
+impl ServerSettings {
+    /// The idle timeout, `None` for never.
+    pub fn idle_timeout(&self) -> Option<Duration> {
+        (!self.idle_timeout.is_zero()).then_some(self.idle_timeout)
+    }
+
+    /// Worker threads for connections: the configured number, or one per CPU.
+    pub fn worker_count(&self) -> usize {
+        match self.workers {
+            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            n => n,
+        }
+    }
+
+    /// Checks ranges and relations the types cannot express.
+    pub fn validate(&self) -> Result<(), InvalidSetting> {
+        if self.max_frame_bytes < 1024 || self.max_frame_bytes > i32::MAX as usize {
+            return Err(invalid(
+                "server.max_frame_bytes",
+                "must be between 1024 and 2147483647",
+            ));
+        }
+        if self.max_inflated_body_bytes < self.max_frame_bytes {
+            return Err(invalid(
+                "server.max_inflated_body_bytes",
+                "must be at least server.max_frame_bytes",
+            ));
+        }
+        if self.max_in_flight == 0 {
+            return Err(invalid("server.max_in_flight", "must be at least 1"));
+        }
+        if self.max_connections == 0 {
+            return Err(invalid("server.max_connections", "must be at least 1"));
+        }
+        if self.workers > 1024 {
+            return Err(invalid("server.workers", "must be at most 1024"));
+        }
+        if !(0..=i32::from(i16::MAX)).contains(&self.advertised_version) {
+            return Err(invalid(
+                "server.advertised_version",
+                "must be between 0 and 32767",
+            ));
+        }
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// [registry]
+
+/// The route registry, expiry and the Java `NamesrvConfig` switches. The registry owns the whole
+/// struct: an `ApplySettings` replaces it, and it reads every field from it when it needs it, so
+/// everything here takes effect at once except `scan_interval`, which Housekeeping reads when it
+/// starts (see [`RegistrySettings::start_only_changed`]).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RegistrySettings {
+    /// A broker silent for this long is dropped, unless it registered its own timeout (Java:
+    /// 120 s, fixed).
+    #[serde(with = "humantime_serde")]
+    pub broker_expiry: Duration,
+    /// Period of the expiry scan (Java: `scanNotActiveBrokerInterval`).
+    #[serde(with = "humantime_serde")]
+    pub scan_interval: Duration,
+    /// Bytes of encoded route bodies kept in the route cache.
+    pub route_cache_bytes: usize,
+    /// Fill `orderTopicConf` in routes from the ORDER_TOPIC_CONFIG KV namespace (Java:
+    /// `orderMessageEnable`).
     pub order_message_enable: bool,
-    /// Answer REGISTER_BROKER with the ORDER_TOPIC_CONFIG namespace as body.
+    /// Answer REGISTER_BROKER with the ORDER_TOPIC_CONFIG namespace as body (Java:
+    /// `returnOrderTopicConfigToBroker`).
     pub return_order_topic_config_to_broker: bool,
-    /// Show a master-less group's lowest-id slave as id 0 in routes.
+    /// Show a master-less group's lowest-id slave as id 0 in routes (Java:
+    /// `supportActingMaster`).
     pub support_acting_master: bool,
-    /// Answer GET_ALL_TOPIC_LIST_FROM_NAMESERVER.
+    /// Answer GET_ALL_TOPIC_LIST_FROM_NAMESERVER (Java: `enableAllTopicList`).
     pub enable_all_topic_list: bool,
-    /// Answer GET_TOPICS_BY_CLUSTER and the unit topic lists.
+    /// Answer GET_TOPICS_BY_CLUSTER and the unit topic lists (Java: `enableTopicList`).
     pub enable_topic_list: bool,
-    /// Accepted and shown for parity; this server sends no NOTIFY_MIN_BROKER_ID_CHANGE.
+    /// Accepted and shown for parity; this server sends no NOTIFY_MIN_BROKER_ID_CHANGE (Java:
+    /// `notifyMinBrokerIdChanged`).
     pub notify_min_broker_id_changed: bool,
-    /// Refuse route queries for `wait_for_service` after start.
+    /// Refuse route queries for `wait_for_service` after start (Java: `needWaitForService`).
     pub need_wait_for_service: bool,
+    /// Java: `waitSecondsForService`.
+    #[serde(with = "humantime_serde")]
     pub wait_for_service: Duration,
-    /// A registration that omits a topic removes the broker from it.
+    /// A registration that omits a topic removes the broker from it (Java:
+    /// `deleteTopicWithBrokerRegistration`).
     pub delete_topic_with_broker_registration: bool,
 }
 
-impl Default for LiveSettings {
+impl Default for RegistrySettings {
     fn default() -> Self {
         Self {
+            broker_expiry: DEFAULT_BROKER_EXPIRY,
+            scan_interval: Duration::from_secs(5),
+            route_cache_bytes: DEFAULT_ROUTE_CACHE_BYTES,
             order_message_enable: false,
             return_order_topic_config_to_broker: true,
             support_acting_master: false,
@@ -46,50 +214,145 @@ impl Default for LiveSettings {
     }
 }
 
-impl LiveSettings {
+impl RegistrySettings {
+    /// The switches the route rules read.
     pub fn route_options(&self) -> RouteOptions {
         RouteOptions {
             delete_topic_with_broker_registration: self.delete_topic_with_broker_registration,
             support_acting_master: self.support_acting_master,
         }
     }
+
+    /// Whether going from `self` to `new` changes a field a running server reads only at start
+    /// (the expiry scan's period); every other field a registry applies from `ApplySettings`.
+    pub fn start_only_changed(&self, new: &Self) -> bool {
+        self.scan_interval != new.scan_interval
+    }
+
+    /// Checks ranges the types cannot express.
+    pub fn validate(&self) -> Result<(), InvalidSetting> {
+        if self.scan_interval < Duration::from_millis(10) {
+            return Err(invalid("registry.scan_interval", "must be at least 10ms"));
+        }
+        if self.broker_expiry.is_zero() {
+            return Err(invalid("registry.broker_expiry", "must be greater than 0"));
+        }
+        Ok(())
+    }
 }
 
-/// How response headers are serialized.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ResponseSerialize {
-    /// The serialize type of the request (JSON requests, which every C++ client sends, get JSON).
-    #[default]
-    Mirror,
-    /// Always this type, like a Java server with `rocketmq.serialize.type`.
-    Fixed(SerializeType),
+// ---------------------------------------------------------------------------------------------
+// [kv]
+
+/// The persisted KV store and the runtime-config file (Java: `kvConfigPath`, `configStorePath`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct KvSettings {
+    /// The KV file, Java's kvConfig.json format. `~/` means the home directory.
+    pub path: PathBuf,
+    /// Where UPDATE_NAMESRV_CONFIG persists the configuration, as Java properties.
+    pub config_store_path: PathBuf,
+    /// Period of the log line listing the whole KV table (Java: 10 minutes).
+    #[serde(with = "humantime_serde")]
+    pub print_interval: Duration,
 }
 
-/// Limits and wire choices of every connection.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConnectionSettings {
-    /// `MQVersion` ordinal put in every response.
-    pub advertised_version: i32,
-    pub response_serialize: ResponseSerialize,
-    /// Largest frame accepted, length field included.
-    pub max_frame: usize,
-    /// Largest inflated size of a compressed registration body.
-    pub max_inflated_body: usize,
-    /// Requests of one connection being processed at once; reading pauses beyond it.
-    pub max_in_flight: usize,
-    /// Close a connection with no read and no write for this long (`None`: never).
-    pub idle_timeout: Option<Duration>,
-}
-
-impl Default for ConnectionSettings {
+impl Default for KvSettings {
     fn default() -> Self {
         Self {
-            advertised_version: version::V5_3_3,
-            response_serialize: ResponseSerialize::Mirror,
-            max_frame: DEFAULT_MAX_FRAME,
-            max_inflated_body: 64 * DEFAULT_MAX_FRAME,
-            max_in_flight: 1024,
-            idle_timeout: Some(Duration::from_secs(120)),
+            path: PathBuf::from("~/namesrv/kvConfig.json"),
+            config_store_path: PathBuf::from("~/namesrv/namesrv.properties"),
+            print_interval: Duration::from_secs(600),
         }
+    }
+}
+
+impl KvSettings {
+    /// Checks ranges the types cannot express.
+    pub fn validate(&self) -> Result<(), InvalidSetting> {
+        if self.print_interval < Duration::from_secs(1) {
+            return Err(invalid("kv.print_interval", "must be at least 1s"));
+        }
+        if self.path.as_os_str().is_empty() {
+            return Err(invalid("kv.path", "must not be empty"));
+        }
+        if self.config_store_path.as_os_str().is_empty() {
+            return Err(invalid("kv.config_store_path", "must not be empty"));
+        }
+        Ok(())
+    }
+}
+
+/// Expands a leading `~/` to the home directory (Java's `${user.home}`).
+pub fn expand_home(path: &Path) -> PathBuf {
+    match path.strip_prefix("~") {
+        Ok(rest) => std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .unwrap_or_default()
+            .join(rest),
+        Err(_) => path.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checks_name_their_keys() {
+        let server = ServerSettings {
+            max_frame_bytes: 10,
+            ..ServerSettings::default()
+        };
+        assert_eq!(server.validate().unwrap_err().key, "server.max_frame_bytes");
+        let registry = RegistrySettings {
+            scan_interval: Duration::ZERO,
+            ..RegistrySettings::default()
+        };
+        assert_eq!(
+            registry.validate().unwrap_err().key,
+            "registry.scan_interval"
+        );
+        let kv = KvSettings {
+            path: PathBuf::new(),
+            ..KvSettings::default()
+        };
+        assert_eq!(kv.validate().unwrap_err().key, "kv.path");
+        assert!(ServerSettings::default().validate().is_ok());
+        assert!(RegistrySettings::default().validate().is_ok());
+        assert!(KvSettings::default().validate().is_ok());
+    }
+
+    #[test]
+    fn response_serialize_follows_the_request_or_is_fixed() {
+        use SerializeType::{Json, RocketMq};
+        assert_eq!(ResponseSerialize::Mirror.for_request(RocketMq), RocketMq);
+        assert_eq!(ResponseSerialize::Json.for_request(RocketMq), Json);
+        assert_eq!(ResponseSerialize::Rocketmq.for_request(Json), RocketMq);
+    }
+
+    #[test]
+    fn idle_timeout_zero_is_never() {
+        let server = ServerSettings {
+            idle_timeout: Duration::ZERO,
+            ..ServerSettings::default()
+        };
+        assert_eq!(server.idle_timeout(), None);
+        assert_eq!(
+            ServerSettings::default().idle_timeout(),
+            Some(Duration::from_secs(120))
+        );
+    }
+
+    #[test]
+    fn home_expansion() {
+        let home = std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .unwrap_or_default();
+        assert_eq!(
+            expand_home(Path::new("~/namesrv/kv.json")),
+            home.join("namesrv/kv.json")
+        );
+        assert_eq!(expand_home(Path::new("/tmp/x")), PathBuf::from("/tmp/x"));
     }
 }

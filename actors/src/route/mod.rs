@@ -1,16 +1,25 @@
 //! Route state and its rules, with no actix and no I/O: the RouteRegistry actor owns a
-//! [`RouteTables`] and calls it from its handlers; time is always passed in.
+//! [`RouteTables`] and calls it from its handlers; time is always passed in. The rules are
+//! described in docs/route-rules.md.
 
+mod cache;
 mod ids;
+mod liveness;
+mod queries;
+mod register;
 mod tables;
 #[cfg(test)]
 mod tests;
+mod topics;
 
 pub use ids::{
     BrokerAddr, BrokerId, BrokerInstance, BrokerName, ClusterName, ConnId, TopicName, MASTER_ID,
 };
+pub use liveness::{ExpiredBroker, Unregistration};
+pub use register::{
+    NeedTopics, RegisterOutcome, Registration, TopicSummary, TopicTable, TopicsPayload,
+};
 pub use tables::{
-    BrokerGroup, ExpiredBroker, LiveBroker, Queues, RegisterOutcome, Registration, RouteOptions,
-    RouteTables, TopicSummary, TopicTable, TopicsPayload, Unregistration, DEFAULT_BROKER_EXPIRY,
-    SYNC_BROKER_MEMBER_GROUP_PREFIX,
+    BrokerGroup, LiveBroker, Queues, RouteOptions, RouteTables, DEFAULT_BROKER_EXPIRY,
+    DEFAULT_ROUTE_CACHE_BYTES, SYNC_BROKER_MEMBER_GROUP_PREFIX,
 };

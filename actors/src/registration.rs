@@ -1,0 +1,367 @@
+//! REGISTER_BROKER, from the connection that read it to the registry and back, in one place
+//! (docs/registration.md). Brokers re-send their whole topic table every 30 s, usually unchanged,
+//! and at scale it is megabytes of JSON, so a registration takes the cheapest road that is still
+//! exact:
+//!
+//! 1. **Body memo.** A body byte-identical to the one the same connection sent last (same hash,
+//!    length, compression and request-version class) is not decoded again: the registration
+//!    carries the summary remembered from it ([`TopicsPayload::Same`]).
+//! 2. **Off-loop decode.** A body that must be decoded is decoded on the connection's thread when
+//!    small, on the blocking pool at background priority when at least
+//!    [`OFFLOAD_BODY_BYTES`], so a large registration never stalls the connections of its
+//!    thread.
+//! 3. **Two rounds.** If the registry cannot take a summary without the table (the instance is
+//!    new or moved, the data version changed, topics were removed since), it changes nothing and
+//!    answers [`NeedTopics`]; the body is then decoded after all and sent again. At most two
+//!    rounds: the second always carries the table.
+//! 4. **Release off the registry.** The registry drops its reference to a decoded table before
+//!    answering; the last reference is here, and a large table is freed on the blocking pool.
+
+use std::hash::Hasher;
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::prelude::*;
+use rmq_protocol::body::{RegisterBrokerBody, TopicConfigWrapper};
+use rmq_protocol::code::version;
+use rmq_protocol::custom_headers::RegisterBrokerHeader;
+use rmq_protocol::{ExtFields, RemotingCommand};
+use tracing::warn;
+
+use crate::dispatch::read_header;
+use crate::messages::{RegisterBroker, RegisterBrokerReply};
+use crate::registry::RouteRegistry;
+use crate::response::{system_error, IntoResponse};
+use crate::route::{ConnId, NeedTopics, Registration, TopicSummary, TopicTable, TopicsPayload};
+
+/// Registration bodies of at least this size are decoded on the blocking pool.
+pub const OFFLOAD_BODY_BYTES: usize = 64 * 1024;
+
+/// Topic tables of at least this many topics are freed on the blocking pool.
+const RELEASE_OFF_LOOP_TOPICS: usize = 1024;
+
+/// What a connection remembers of the last registration body it decoded, to recognise the same
+/// bytes next time without decoding them again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BodyMemo {
+    body_hash: u64,
+    body_len: usize,
+    compressed: bool,
+    /// The request-version ranges that read a body differently (< 3.0.11, < 5.0.0, newer).
+    version_class: u8,
+    summary: TopicSummary,
+    filter_servers: Option<Vec<String>>,
+}
+
+/// Why a registration got no registry answer.
+#[derive(Debug, thiserror::Error)]
+pub enum RegistrationError {
+    /// The request itself is refused (bad header, checksum or body): this is the answer.
+    #[error("registration refused: {:?}", .0.remark)]
+    Refused(RemotingCommand),
+    /// The registry did not answer (stopped or restarting).
+    #[error("route registry unavailable: {0}")]
+    Unavailable(#[from] MailboxError),
+    /// The registry asked for the table even with the decoded table (cannot happen while the
+    /// rules are as they are; answered as an error, never looped on).
+    #[error("registration could not be applied")]
+    TableRefused,
+}
+
+impl IntoResponse for RegistrationError {
+    fn into_response(self) -> RemotingCommand {
+        match self {
+            Self::Refused(response) => response,
+            Self::Unavailable(err) => {
+                warn!(error = %err, "route registry unavailable");
+                system_error(format!("name server busy or restarting: {err}"))
+            }
+            Self::TableRefused => system_error(self.to_string()),
+        }
+    }
+}
+
+/// Registers `cmd`, which arrived on connection `conn` after a registration whose body is
+/// remembered in `previous`. Answers the registry's reply and the memo to keep for the next one.
+pub async fn register(
+    routes: Addr<RouteRegistry>,
+    cmd: RemotingCommand,
+    conn: ConnId,
+    max_inflated_body: usize,
+    previous: Option<BodyMemo>,
+) -> Result<(RegisterBrokerReply, BodyMemo), RegistrationError> {
+    let mut previous = previous;
+    // At most two rounds: the second has no memo to go by, so it always carries the table.
+    for _ in 0..2 {
+        let (msg, memo) =
+            decode_off_loop(cmd.clone(), conn, max_inflated_body, previous.take()).await?;
+        let table = match &msg.registration.topics {
+            TopicsPayload::Full(table) => Some(Arc::clone(&table.wrapper)),
+            TopicsPayload::Same(_) => None,
+        };
+        let reply = routes.send(msg).await?;
+        if let Some(table) = table {
+            release(table);
+        }
+        match reply {
+            Ok(reply) => return Ok((reply, memo)),
+            Err(NeedTopics) => continue,
+        }
+    }
+    Err(RegistrationError::TableRefused)
+}
+
+/// Decodes a registration, on the blocking pool when its body is large.
+async fn decode_off_loop(
+    cmd: RemotingCommand,
+    conn: ConnId,
+    max_inflated_body: usize,
+    previous: Option<BodyMemo>,
+) -> Result<(RegisterBroker, BodyMemo), RegistrationError> {
+    if cmd.body_bytes().len() < OFFLOAD_BODY_BYTES {
+        return decode_registration(&cmd, conn, max_inflated_body, previous.as_ref())
+            .map_err(RegistrationError::Refused);
+    }
+    let job = crate::background::spawn(move || {
+        decode_registration(&cmd, conn, max_inflated_body, previous.as_ref())
+    });
+    match job.await {
+        Ok(decoded) => decoded.map_err(RegistrationError::Refused),
+        Err(err) => Err(RegistrationError::Refused(system_error(format!(
+            "decoding failed: {err}"
+        )))),
+    }
+}
+
+/// Drops a registration's topic table; a large one on the blocking pool.
+fn release(topics: Arc<TopicConfigWrapper>) {
+    if topics.topic_config_table.len() >= RELEASE_OFF_LOOP_TOPICS {
+        drop(crate::background::spawn(move || drop(topics)));
+    }
+}
+
+fn version_class(version: i32) -> u8 {
+    if version < version::V3_0_11 {
+        0
+    } else if version < version::V5_0_0 {
+        1
+    } else {
+        2
+    }
+}
+
+fn body_hash(body: &[u8]) -> u64 {
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    hasher.write(body);
+    hasher.finish()
+}
+
+/// Reads REGISTER_BROKER (docs/protocol.md#registerbrokerbody): checksum, then the body by request
+/// version, unless it is byte-identical to `previous` (same hash, length and decoding rules).
+/// The error is the answer to send.
+pub fn decode_registration(
+    cmd: &RemotingCommand,
+    conn: ConnId,
+    max_inflated_body: usize,
+    previous: Option<&BodyMemo>,
+) -> Result<(RegisterBroker, BodyMemo), RemotingCommand> {
+    let h = read_header::<RegisterBrokerHeader>(cmd)?;
+    let body = cmd.body_bytes();
+    if h.body_crc32 != 0 {
+        let crc = (crc32fast::hash(body) & 0x7FFF_FFFF) as i32;
+        if crc != h.body_crc32 {
+            // Java builds this answer from the response-header class: an empty extFields object.
+            return Err(system_error("crc32 not match").with_ext_fields(ExtFields::new()));
+        }
+    }
+    if cmd.version < 0 {
+        return Err(system_error(format!("unknown MQ version {}", cmd.version)));
+    }
+    let mut memo = BodyMemo {
+        body_hash: body_hash(body),
+        body_len: body.len(),
+        compressed: h.compressed,
+        version_class: version_class(cmd.version),
+        summary: TopicSummary {
+            data_version: Default::default(),
+            fingerprint: 0,
+            topic_count: 0,
+        },
+        filter_servers: None,
+    };
+    let same = previous.filter(|p| {
+        (p.body_hash, p.body_len, p.compressed, p.version_class)
+            == (
+                memo.body_hash,
+                memo.body_len,
+                memo.compressed,
+                memo.version_class,
+            )
+    });
+    let (topics, filter_servers) = match same {
+        Some(previous) => {
+            memo = previous.clone();
+            (
+                TopicsPayload::Same(previous.summary),
+                previous.filter_servers.clone(),
+            )
+        }
+        None => {
+            let decoded = RegisterBrokerBody::decode(
+                cmd.body.as_deref(),
+                h.compressed,
+                cmd.version,
+                max_inflated_body,
+            )
+            .map_err(|e| system_error(e.to_string()))?;
+            let filter_servers =
+                (cmd.version >= version::V3_0_11).then_some(decoded.filter_server_list);
+            let payload = TopicsPayload::Full(TopicTable::new(decoded.topic_config_wrapper));
+            memo.summary = payload.summary();
+            memo.filter_servers.clone_from(&filter_servers);
+            (payload, filter_servers)
+        }
+    };
+    let registration = Registration {
+        cluster: h.cluster_name.into(),
+        addr: h.broker_addr.into(),
+        name: h.broker_name.into(),
+        id: h.broker_id,
+        ha_server_addr: h.ha_server_addr,
+        zone_name: h.zone_name,
+        heartbeat_timeout: h
+            .heartbeat_timeout_millis
+            .map(|ms| Duration::from_millis(u64::try_from(ms).unwrap_or(0))),
+        enable_acting_master: h.enable_acting_master,
+        topics,
+        filter_servers,
+        conn,
+    };
+    Ok((RegisterBroker { registration }, memo))
+}
+
+#[cfg(test)]
+mod tests {
+    use rmq_protocol::body::{to_json, TopicConfig};
+    use rmq_protocol::custom_headers::CommandHeader;
+    use rmq_protocol::fastjson::JsonStyle;
+    use rmq_protocol::RequestCode;
+
+    use super::*;
+
+    const MAX_INFLATED: usize = 1 << 30;
+
+    fn register_request(body: Vec<u8>, crc: i32, compressed: bool) -> RemotingCommand {
+        let header = RegisterBrokerHeader {
+            broker_name: "b".into(),
+            broker_addr: "127.0.0.1:1".into(),
+            cluster_name: "c".into(),
+            ha_server_addr: None,
+            broker_id: 0,
+            heartbeat_timeout_millis: Some(-5),
+            enable_acting_master: Some(false),
+            compressed,
+            body_crc32: crc,
+            zone_name: None,
+        };
+        RemotingCommand::request(RequestCode::REGISTER_BROKER)
+            .with_ext_fields(header.to_ext())
+            .with_body(body)
+    }
+
+    fn sample_body() -> RegisterBrokerBody {
+        let mut body = RegisterBrokerBody::default();
+        for t in ["a", "b"] {
+            body.topic_config_wrapper
+                .topic_config_table
+                .insert(t.into(), TopicConfig::new(t, 4, 6));
+        }
+        body
+    }
+
+    fn decode(cmd: &RemotingCommand) -> Result<RegisterBroker, RemotingCommand> {
+        decode_registration(cmd, ConnId(1), MAX_INFLATED, None).map(|(msg, _)| msg)
+    }
+
+    #[test]
+    fn register_checks_crc_and_decodes() {
+        let json = to_json(&sample_body(), JsonStyle::Legacy);
+        let crc = (crc32fast::hash(&json) & 0x7FFF_FFFF) as i32;
+        match decode(&register_request(json.clone(), crc, false)) {
+            Ok(m) => {
+                assert_eq!(m.registration.topics.summary().topic_count, 2);
+                assert_eq!(m.registration.heartbeat_timeout, Some(Duration::ZERO));
+                assert_eq!(m.registration.filter_servers, Some(Vec::new()));
+            }
+            other => panic!("{other:?}"),
+        }
+        let err = decode(&register_request(json.clone(), crc ^ 1, false)).unwrap_err();
+        assert_eq!(
+            (err.code, err.remark.as_deref()),
+            (1, Some("crc32 not match"))
+        );
+        // crc 0: unchecked.
+        assert!(decode(&register_request(json, 0, false)).is_ok());
+        // Compressed, with a wrong flag: a decode error naming the body.
+        let zipped = sample_body().encode_compressed(true);
+        assert!(decode(&register_request(zipped.clone(), 0, true)).is_ok());
+        let err = decode(&register_request(zipped, 0, false)).unwrap_err();
+        assert_eq!(err.code, 1);
+    }
+
+    #[test]
+    fn identical_bodies_are_not_decoded_again() {
+        let json = to_json(&sample_body(), JsonStyle::Legacy);
+        let request = register_request(json, 0, false);
+        let (first, memo) = decode_registration(&request, ConnId(1), MAX_INFLATED, None).unwrap();
+        assert!(matches!(first.registration.topics, TopicsPayload::Full(_)));
+        let (again, _) =
+            decode_registration(&request, ConnId(1), MAX_INFLATED, Some(&memo)).unwrap();
+        assert!(
+            matches!(again.registration.topics, TopicsPayload::Same(s) if s == first.registration.topics.summary())
+        );
+        // Another body, or the same read under other rules, is decoded.
+        let other = register_request(
+            to_json(&RegisterBrokerBody::default(), JsonStyle::Legacy),
+            0,
+            false,
+        );
+        let (third, _) = decode_registration(&other, ConnId(1), MAX_INFLATED, Some(&memo)).unwrap();
+        assert!(matches!(third.registration.topics, TopicsPayload::Full(_)));
+        let old = request.clone().with_version(100);
+        let (fourth, _) = decode_registration(&old, ConnId(1), MAX_INFLATED, Some(&memo)).unwrap();
+        assert!(matches!(fourth.registration.topics, TopicsPayload::Full(_)));
+    }
+
+    #[actix::test]
+    async fn a_summary_the_registry_cannot_take_is_sent_again_with_its_table() {
+        use crate::settings::RegistrySettings;
+        let routes = RouteRegistry::new(RegistrySettings::default(), false).start();
+        let json = to_json(&sample_body(), JsonStyle::Legacy);
+        let request = register_request(json, 0, false);
+        let (_, memo) = register(
+            routes.clone(),
+            request.clone(),
+            ConnId(1),
+            MAX_INFLATED,
+            None,
+        )
+        .await
+        .unwrap();
+        // The registry lost the broker (a restart): the memo alone is not enough, so the body is
+        // decoded after all and the broker is back.
+        routes
+            .send(crate::messages::ChannelClosed { conn: ConnId(1) })
+            .await
+            .unwrap();
+        let (reply, _) = register(routes.clone(), request, ConnId(1), MAX_INFLATED, Some(memo))
+            .await
+            .unwrap();
+        assert!(matches!(
+            reply.outcome,
+            crate::route::RegisterOutcome::Registered { .. }
+        ));
+        let stats = routes.send(crate::messages::GetRouteStats).await.unwrap();
+        assert_eq!((stats.topics, stats.live_brokers), (2, 1));
+    }
+}

@@ -1,0 +1,74 @@
+//! The encoded-route cache: each topic keeps its route encoded in both JSON styles, filled on
+//! first query and dropped whenever anything the route shows changes, within a byte budget.
+
+use bytes::Bytes;
+use rmq_protocol::body::to_json;
+use rmq_protocol::fastjson::JsonStyle;
+
+use super::ids::BrokerName;
+use super::tables::{style_slot, RouteTables, TopicEntry};
+
+impl RouteTables {
+    /// The encoded route body of a topic in `style`, from the cache when the route has not
+    /// changed since it was last encoded. `order_topic_conf` is put into the route; the caller
+    /// invalidates the topic whenever the value it passes changes.
+    pub fn route_body(
+        &mut self,
+        topic: &str,
+        style: JsonStyle,
+        order_topic_conf: Option<&str>,
+    ) -> Option<Bytes> {
+        let slot = style_slot(style);
+        if let Some(bytes) = self.topics.get(topic).and_then(|e| e.encoded[slot].clone()) {
+            return Some(bytes);
+        }
+        let mut route = self.topic_route(topic)?;
+        route.order_topic_conf = order_topic_conf.map(str::to_owned);
+        let bytes = Bytes::from(to_json(&route, style));
+        if self.cached_bytes + bytes.len() <= self.cache_limit {
+            if let Some(entry) = self.topics.get_mut(topic) {
+                self.cached_bytes += bytes.len();
+                entry.encoded[slot] = Some(bytes.clone());
+            }
+        }
+        Some(bytes)
+    }
+
+    /// Bytes currently held by encoded routes.
+    pub fn cached_bytes(&self) -> usize {
+        self.cached_bytes
+    }
+
+    /// Drops the encoded route of one topic.
+    pub fn invalidate_topic(&mut self, topic: &str) {
+        if let Some(entry) = self.topics.get_mut(topic) {
+            Self::drop_encoded(entry, &mut self.cached_bytes);
+        }
+    }
+
+    /// Drops every encoded route.
+    pub fn invalidate_all(&mut self) {
+        for entry in self.topics.values_mut() {
+            entry.encoded = Default::default();
+        }
+        self.cached_bytes = 0;
+    }
+
+    /// Drops the encoded routes of the topics a group serves (its addresses or flags changed).
+    pub(super) fn invalidate_broker_topics(&mut self, name: &BrokerName) {
+        for entry in self.topics.values_mut() {
+            if entry.queues.contains_key(name) {
+                Self::drop_encoded(entry, &mut self.cached_bytes);
+            }
+        }
+    }
+
+    pub(super) fn encoded_len(entry: &TopicEntry) -> usize {
+        entry.encoded.iter().flatten().map(Bytes::len).sum()
+    }
+
+    pub(super) fn drop_encoded(entry: &mut TopicEntry, cached_bytes: &mut usize) {
+        *cached_bytes = cached_bytes.saturating_sub(Self::encoded_len(entry));
+        entry.encoded = Default::default();
+    }
+}

@@ -1,0 +1,246 @@
+//! Reads of the tables: routes (docs/route-rules.md#route-lookup), cluster info, member groups,
+//! topic lists, counts.
+
+use std::collections::BTreeSet;
+
+use rmq_protocol::body::{
+    perm, sys_flag, BrokerMemberGroup, ClusterInfo, QueueData, TopicList, TopicRouteData,
+};
+
+use super::ids::{BrokerId, BrokerInstance, BrokerName, MASTER_ID};
+use super::tables::{BrokerGroup, LiveBroker, RouteTables, SYNC_BROKER_MEMBER_GROUP_PREFIX};
+
+impl RouteTables {
+    /// Every topic name (GET_ALL_TOPIC_LIST_FROM_NAMESERVER).
+    pub fn all_topics(&self) -> TopicList {
+        TopicList {
+            broker_addr: None,
+            topic_list: self.topics.keys().map(|t| t.as_str().to_owned()).collect(),
+        }
+    }
+
+    /// Topics served by any group of `cluster` (GET_TOPICS_BY_CLUSTER); unknown → empty.
+    pub fn topics_by_cluster(&self, cluster: &str) -> TopicList {
+        let names = self.clusters.get(cluster);
+        let topic_list = self
+            .topics
+            .iter()
+            .filter(|(_, entry)| {
+                names.is_some_and(|names| entry.queues.keys().any(|n| names.contains(n)))
+            })
+            .map(|(t, _)| t.as_str().to_owned())
+            .collect();
+        TopicList {
+            broker_addr: None,
+            topic_list,
+        }
+    }
+
+    /// Cluster and group names plus one broker address (GET_SYSTEM_TOPIC_LIST_FROM_NS).
+    pub fn system_topics(&self) -> TopicList {
+        let mut topic_list = BTreeSet::new();
+        for (cluster, names) in &self.clusters {
+            topic_list.insert(cluster.as_str().to_owned());
+            topic_list.extend(names.iter().map(|n| n.as_str().to_owned()));
+        }
+        let broker_addr = self
+            .brokers
+            .values()
+            .find_map(|g| g.addrs.values().next())
+            .map(|a| a.as_str().to_owned());
+        TopicList {
+            broker_addr,
+            topic_list,
+        }
+    }
+
+    /// Topics whose first QueueData's system flag passes `keep` (GET_UNIT_TOPIC_LIST & co).
+    pub fn topics_by_sys_flag(&self, keep: impl Fn(i32) -> bool) -> TopicList {
+        let topic_list = self
+            .topics
+            .iter()
+            .filter(|(_, entry)| {
+                entry
+                    .queues
+                    .values()
+                    .next()
+                    .is_some_and(|q| keep(q.sys_flag))
+            })
+            .map(|(t, _)| t.as_str().to_owned())
+            .collect();
+        TopicList {
+            broker_addr: None,
+            topic_list,
+        }
+    }
+
+    pub fn unit_topics(&self) -> TopicList {
+        self.topics_by_sys_flag(|flag| flag & sys_flag::UNIT != 0)
+    }
+
+    pub fn has_unit_sub_topics(&self) -> TopicList {
+        self.topics_by_sys_flag(|flag| flag & sys_flag::UNIT_SUB != 0)
+    }
+
+    pub fn has_unit_sub_ununit_topics(&self) -> TopicList {
+        self.topics_by_sys_flag(|flag| flag & sys_flag::UNIT == 0 && flag & sys_flag::UNIT_SUB != 0)
+    }
+
+    /// GET_BROKER_CLUSTER_INFO body.
+    pub fn cluster_info(&self) -> ClusterInfo {
+        ClusterInfo {
+            broker_addr_table: self
+                .brokers
+                .iter()
+                .map(|(name, g)| (name.as_str().to_owned(), g.to_broker_data(name)))
+                .collect(),
+            cluster_addr_table: self
+                .clusters
+                .iter()
+                .map(|(c, names)| {
+                    (
+                        c.as_str().to_owned(),
+                        names.iter().map(|n| n.as_str().to_owned()).collect(),
+                    )
+                })
+                .collect(),
+        }
+    }
+
+    /// GET_BROKER_MEMBER_GROUP body: looked up by name only, as Java does.
+    pub fn member_group(&self, cluster: &str, name: &str) -> BrokerMemberGroup {
+        BrokerMemberGroup {
+            broker_addrs: self
+                .brokers
+                .get(name)
+                .map(|g| {
+                    g.addrs
+                        .iter()
+                        .map(|(id, a)| (*id, a.as_str().to_owned()))
+                        .collect()
+                })
+                .unwrap_or_default(),
+            broker_name: Some(name.to_owned()),
+            cluster: Some(cluster.to_owned()),
+        }
+    }
+
+    /// A broker group by name.
+    pub fn broker_group(&self, name: &str) -> Option<&BrokerGroup> {
+        self.brokers.get(name)
+    }
+
+    pub fn topic_count(&self) -> usize {
+        self.topics.len()
+    }
+
+    pub fn live_count(&self) -> usize {
+        self.live.len()
+    }
+
+    /// Every live broker instance with its group name and id (if a group lists it), sorted.
+    #[allow(clippy::type_complexity)]
+    pub fn live_instances(
+        &self,
+    ) -> Vec<(BrokerInstance, Option<(BrokerName, BrokerId)>, LiveBroker)> {
+        let mut all: Vec<_> = self
+            .live
+            .iter()
+            .map(|(i, l)| {
+                (
+                    i.clone(),
+                    self.resolve(i).map(|u| (u.name, u.id)),
+                    l.clone(),
+                )
+            })
+            .collect();
+        all.sort_by(|a, b| a.0.cmp(&b.0));
+        all
+    }
+
+    pub fn broker_group_count(&self) -> usize {
+        self.brokers.len()
+    }
+
+    pub fn cluster_count(&self) -> usize {
+        self.clusters.len()
+    }
+
+    /// The route of a topic (docs/route-rules.md#route-lookup), or `None` if no queue with a known group exists.
+    pub fn topic_route(&self, topic: &str) -> Option<TopicRouteData> {
+        let entry = self.topics.get(topic)?;
+        let mut route = TopicRouteData {
+            queue_datas: entry
+                .queues
+                .iter()
+                .map(|(name, q)| QueueData {
+                    broker_name: name.as_str().to_owned(),
+                    perm: q.perm,
+                    read_queue_nums: q.read,
+                    topic_sys_flag: q.sys_flag,
+                    write_queue_nums: q.write,
+                })
+                .collect(),
+            ..TopicRouteData::default()
+        };
+        for name in entry.queues.keys() {
+            let Some(group) = self.brokers.get(name) else {
+                continue;
+            };
+            route.broker_datas.push(group.to_broker_data(name));
+            if self.filter_servers.is_empty() {
+                continue;
+            }
+            for addr in group.addrs.values() {
+                let instance = BrokerInstance {
+                    cluster: group.cluster.clone(),
+                    addr: addr.clone(),
+                };
+                if let Some(list) = self.filter_servers.get(&instance) {
+                    route
+                        .filter_server_table
+                        .insert(addr.as_str().to_owned(), list.clone());
+                }
+            }
+        }
+        if route.queue_datas.is_empty() || route.broker_datas.is_empty() {
+            return None;
+        }
+        route.topic_queue_mapping_by_broker = self.mappings.get(topic).cloned();
+        if self.options.support_acting_master && !topic.starts_with(SYNC_BROKER_MEMBER_GROUP_PREFIX)
+        {
+            rewrite_acting_masters(&mut route);
+        }
+        Some(route)
+    }
+}
+
+/// docs/route-rules.md#route-lookup, step 6: in a master-less group with acting master enabled whose queue is read-only, the
+/// lowest-id slave is shown as id 0.
+fn rewrite_acting_masters(route: &mut TopicRouteData) {
+    let needs = route
+        .broker_datas
+        .iter()
+        .any(|b| !b.broker_addrs.is_empty() && !b.broker_addrs.contains_key(&MASTER_ID));
+    if !needs {
+        return;
+    }
+    for broker in &mut route.broker_datas {
+        if broker.broker_addrs.is_empty()
+            || broker.broker_addrs.contains_key(&MASTER_ID)
+            || !broker.enable_acting_master
+        {
+            continue;
+        }
+        let read_only = route
+            .queue_datas
+            .iter()
+            .find(|q| q.broker_name == broker.broker_name)
+            .is_some_and(|q| !perm::is_writeable(q.perm));
+        if read_only {
+            if let Some((_, addr)) = broker.broker_addrs.pop_first() {
+                broker.broker_addrs.insert(MASTER_ID, addr);
+            }
+        }
+    }
+}

@@ -1,0 +1,429 @@
+//! REGISTER_BROKER against the tables (docs/route-rules.md#registering-a-broker), and the types a
+//! registration carries. The connection side of a registration (body memo, off-loop decode, the
+//! second round when the table is needed after all) is `crate::registration`.
+
+use std::collections::BTreeMap;
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rmq_protocol::body::{perm, DataVersion, TopicConfigWrapper};
+use tracing::{debug, info, warn};
+
+use super::ids::{
+    BrokerAddr, BrokerId, BrokerInstance, BrokerName, ClusterName, ConnId, TopicName, MASTER_ID,
+};
+use super::tables::{BrokerGroup, LiveBroker, Queues, RouteTables, TopicEntry};
+
+/// A registration's topic table: shared, so the registry never has to free a large one on its
+/// own thread (the connection that decoded it drops the last reference), and fingerprinted, so a
+/// re-registration of the same topic set is recognised without walking it.
+#[derive(Debug, Clone)]
+pub struct TopicTable {
+    pub wrapper: Arc<TopicConfigWrapper>,
+    /// A hash of the topic names.
+    pub fingerprint: u64,
+}
+
+impl TopicTable {
+    /// Fingerprints `wrapper` (the caller does this off the registry, where the body was decoded).
+    pub fn new(wrapper: TopicConfigWrapper) -> Self {
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        wrapper.topic_config_table.len().hash(&mut hasher);
+        for name in wrapper.topic_config_table.keys() {
+            name.hash(&mut hasher);
+        }
+        Self {
+            fingerprint: hasher.finish(),
+            wrapper: Arc::new(wrapper),
+        }
+    }
+}
+
+/// What a registration says about its topics.
+#[derive(Debug, Clone)]
+pub enum TopicsPayload {
+    /// The decoded topic table.
+    Full(TopicTable),
+    /// The body is byte-identical to the one the same connection sent last, so it was not decoded
+    /// again: only what the tables need to recognise it. [`RouteTables::register`] answers
+    /// [`NeedTopics`] if it cannot take it without the table.
+    Same(TopicSummary),
+}
+
+/// What a registration body that was not decoded again is known to contain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TopicSummary {
+    pub data_version: DataVersion,
+    pub fingerprint: u64,
+    pub topic_count: usize,
+}
+
+impl TopicsPayload {
+    pub fn summary(&self) -> TopicSummary {
+        match self {
+            Self::Full(table) => TopicSummary {
+                data_version: table.wrapper.data_version,
+                fingerprint: table.fingerprint,
+                topic_count: table.wrapper.topic_config_table.len(),
+            },
+            Self::Same(summary) => *summary,
+        }
+    }
+}
+
+/// One REGISTER_BROKER, decoded.
+#[derive(Debug, Clone)]
+pub struct Registration {
+    pub cluster: ClusterName,
+    pub addr: BrokerAddr,
+    pub name: BrokerName,
+    pub id: BrokerId,
+    pub ha_server_addr: Option<String>,
+    pub zone_name: Option<String>,
+    /// `None`: the default expiry.
+    pub heartbeat_timeout: Option<Duration>,
+    /// `None` marks an old-version (4.x) broker.
+    pub enable_acting_master: Option<bool>,
+    pub topics: TopicsPayload,
+    /// `None` leaves the broker's filter servers unchanged; empty removes them.
+    pub filter_servers: Option<Vec<String>>,
+    /// The connection the registration arrived on; closing it unregisters the broker.
+    pub conn: ConnId,
+}
+
+/// What a registration did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RegisterOutcome {
+    /// Registered. For a slave whose master is alive: the master's HA and broker addresses.
+    Registered {
+        ha_server_addr: Option<String>,
+        master_addr: Option<String>,
+    },
+    /// Another address holds this broker id with a newer state version: ignored, but answered
+    /// SUCCESS with no addresses (docs/route-rules.md#registering-a-broker, step 6).
+    StaleStateVersion,
+    /// A first registration of this broker id carrying exactly one topic (docs/route-rules.md#registering-a-broker, step 7): the
+    /// request fails with "register broker failed".
+    SingleTopicFirstRegistration,
+}
+
+/// A [`TopicsPayload::Same`] registration that needs its table after all (its instance is new or
+/// moved, its data version differs, or topics were removed since it applied them). Nothing was
+/// changed; the sender decodes the body and registers again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NeedTopics;
+
+impl RouteTables {
+    /// REGISTER_BROKER (docs/route-rules.md#registering-a-broker).
+    pub fn register(
+        &mut self,
+        reg: Registration,
+        now: Instant,
+    ) -> Result<RegisterOutcome, NeedTopics> {
+        let summary = reg.topics.summary();
+        if matches!(reg.topics, TopicsPayload::Same(_)) && !self.can_skip_topics(&reg, &summary) {
+            return Err(NeedTopics);
+        }
+        let name = self.intern_broker_name(&reg.name);
+        let instance = BrokerInstance {
+            cluster: reg.cluster.clone(),
+            addr: reg.addr.clone(),
+        };
+
+        // 1. The cluster lists the broker group.
+        self.clusters
+            .entry(reg.cluster.clone())
+            .or_default()
+            .insert(name.clone());
+
+        // 2. The group, created on first sight.
+        let mut register_first = false;
+        let group = self.brokers.entry(name.clone()).or_insert_with(|| {
+            register_first = true;
+            BrokerGroup {
+                cluster: reg.cluster.clone(),
+                addrs: BTreeMap::new(),
+                enable_acting_master: false,
+                zone_name: None,
+            }
+        });
+        let mut group_changed = register_first;
+
+        // 3. Acting-master flag and zone follow the latest registration.
+        let old_version = reg.enable_acting_master.is_none();
+        let enable_acting_master = reg.enable_acting_master == Some(true);
+        if group.enable_acting_master != enable_acting_master || group.zone_name != reg.zone_name {
+            group.enable_acting_master = enable_acting_master;
+            group.zone_name.clone_from(&reg.zone_name);
+            group_changed = true;
+        }
+
+        // 4. Did a smaller id join? (min-id notifications are not sent; see the README.)
+        let prev_min = group.min_id().unwrap_or(MASTER_ID);
+        if reg.id < prev_min {
+            debug!(broker = %name, id = reg.id, prev_min, "min broker id changed");
+        }
+
+        // 5. One address appears under one id only: a slave turned master drops its old id.
+        let before = group.addrs.len();
+        group
+            .addrs
+            .retain(|id, addr| !(*addr == reg.addr && *id != reg.id));
+        group_changed |= group.addrs.len() != before;
+
+        // 6. Another address under this id with a newer state version wins.
+        if let Some(old_addr) = group.addrs.get(&reg.id).filter(|old| **old != reg.addr) {
+            let old_instance = BrokerInstance {
+                cluster: reg.cluster.clone(),
+                addr: old_addr.clone(),
+            };
+            if let Some(old_live) = self.live.get(&old_instance) {
+                let incoming = summary.data_version.state_version;
+                if old_live.data_version.state_version > incoming {
+                    warn!(
+                        broker = %name, id = reg.id, old_addr = %old_addr, new_addr = %reg.addr,
+                        old_state_version = old_live.data_version.state_version,
+                        new_state_version = incoming,
+                        "registration conflicts with a newer broker, ignored"
+                    );
+                    self.live.remove(&instance);
+                    if group_changed {
+                        self.invalidate_broker_topics(&name);
+                    }
+                    return Ok(RegisterOutcome::StaleStateVersion);
+                }
+            }
+        }
+
+        // 7. A one-topic registration must not be a broker id's first.
+        if !group.addrs.contains_key(&reg.id) && summary.topic_count == 1 {
+            warn!(broker = %name, id = reg.id, addr = %reg.addr, "single-topic registration of an unregistered broker refused");
+            if group_changed {
+                self.invalidate_broker_topics(&name);
+            }
+            return Ok(RegisterOutcome::SingleTopicFirstRegistration);
+        }
+
+        // 8. Record the address.
+        let old_addr = group.addrs.insert(reg.id, reg.addr.clone());
+        register_first |= old_addr.as_ref().is_none_or(|a| a.as_str().is_empty());
+        group_changed |= old_addr.as_ref() != Some(&reg.addr);
+
+        // 9. Who may write routes: the master, or a new-version slave with the lowest id.
+        let is_master = reg.id == MASTER_ID;
+        let is_prime_slave = !old_version && !is_master && group.min_id() == Some(reg.id);
+        let wipe_write = is_prime_slave && group.enable_acting_master;
+
+        // 10. Topics.
+        let mut applied = None;
+        if is_master || is_prime_slave {
+            let previous = self.live.get(&instance);
+            let broker_changed = previous.map(|l| l.data_version) != Some(summary.data_version);
+            // The same instance re-registering the same topic set under the same data version,
+            // with no QueueData removed since it last applied them, would change nothing: every
+            // topic already has its QueueData. Skip the walk (10,000 topics per broker at scale).
+            let unchanged = !register_first
+                && !broker_changed
+                && !self.options.delete_topic_with_broker_registration
+                && previous.and_then(|l| l.applied)
+                    == Some((summary.fingerprint, self.queue_removals));
+            if !unchanged {
+                // `can_skip_topics` let no `Same` payload get here.
+                if let TopicsPayload::Full(table) = &reg.topics {
+                    self.apply_topics(
+                        &table.wrapper,
+                        &name,
+                        register_first || broker_changed,
+                        wipe_write,
+                    );
+                }
+            }
+            applied = Some((summary.fingerprint, self.queue_removals));
+        }
+        if group_changed {
+            self.invalidate_broker_topics(&name);
+        }
+
+        // 11. Liveness, over the connection of this registration.
+        let previous = self.live.insert(
+            instance.clone(),
+            LiveBroker {
+                last_update: now,
+                timeout: reg.heartbeat_timeout.unwrap_or(self.default_expiry),
+                data_version: summary.data_version,
+                conn: reg.conn,
+                ha_server_addr: reg.ha_server_addr.clone(),
+                applied,
+            },
+        );
+        if previous.is_none() {
+            info!(broker = %name, id = reg.id, addr = %reg.addr, cluster = %reg.cluster, conn = %reg.conn, "new broker registered");
+        }
+
+        // 12. Filter servers.
+        if let Some(list) = reg.filter_servers {
+            let changed = if list.is_empty() {
+                self.filter_servers.remove(&instance).is_some()
+            } else {
+                self.filter_servers.insert(instance, list.clone()) != Some(list)
+            };
+            if changed {
+                self.invalidate_all();
+            }
+        }
+
+        // 13. A slave learns its master.
+        let (ha_server_addr, master_addr) = if reg.id == MASTER_ID {
+            (None, None)
+        } else {
+            self.live_master_of(&name, &reg.cluster)
+        };
+        Ok(RegisterOutcome::Registered {
+            ha_server_addr,
+            master_addr,
+        })
+    }
+
+    /// Whether a registration whose body was not decoded again can be taken as it is: the same
+    /// instance at the same id with the same data version, and, if it writes routes, the same
+    /// topic set applied with nothing removed since. Then its topics would change nothing.
+    fn can_skip_topics(&self, reg: &Registration, summary: &TopicSummary) -> bool {
+        let Some(group) = self.brokers.get(reg.name.as_str()) else {
+            return false;
+        };
+        if group.addrs.get(&reg.id) != Some(&reg.addr) {
+            return false;
+        }
+        let instance = BrokerInstance {
+            cluster: reg.cluster.clone(),
+            addr: reg.addr.clone(),
+        };
+        let Some(live) = self.live.get(&instance) else {
+            return false;
+        };
+        if live.data_version != summary.data_version {
+            return false;
+        }
+        let is_master = reg.id == MASTER_ID;
+        let is_prime_slave =
+            reg.enable_acting_master.is_some() && !is_master && group.min_id() == Some(reg.id);
+        if !(is_master || is_prime_slave) {
+            return true;
+        }
+        !self.options.delete_topic_with_broker_registration
+            && live.applied == Some((summary.fingerprint, self.queue_removals))
+    }
+
+    /// docs/route-rules.md#registering-a-broker, step 10 for a master or prime slave: puts the incoming topics into the tables (all of
+    /// them when `changed`, else only those missing for this group), removes omitted ones if
+    /// configured, and records static-topic mappings.
+    fn apply_topics(
+        &mut self,
+        wrapper: &TopicConfigWrapper,
+        name: &BrokerName,
+        changed: bool,
+        wipe_write: bool,
+    ) {
+        let table = &wrapper.topic_config_table;
+        if self.options.delete_topic_with_broker_registration
+            && wrapper.topic_queue_mapping_info_map.is_empty()
+        {
+            self.remove_omitted_topics(name, |topic| table.contains_key(topic));
+        }
+        for (key, config) in table {
+            let topic = if config.topic_name.is_empty() {
+                key.as_str()
+            } else {
+                config.topic_name.as_str()
+            };
+            let has_queues = self
+                .topics
+                .get(topic)
+                .is_some_and(|t| t.queues.contains_key(name));
+            if changed || !has_queues {
+                let mut perm = config.perm;
+                if wipe_write {
+                    perm &= !perm::WRITE;
+                }
+                let queues = Queues {
+                    read: config.read_queue_nums,
+                    write: config.write_queue_nums,
+                    perm,
+                    sys_flag: config.topic_sys_flag,
+                };
+                self.upsert_queues(topic, name, queues);
+            }
+        }
+        if changed {
+            for (topic, mapping) in &wrapper.topic_queue_mapping_info_map {
+                let bname = mapping.bname.clone().unwrap_or_default();
+                self.mappings
+                    .entry(TopicName::new(topic))
+                    .or_default()
+                    .insert(bname, mapping.clone());
+                self.invalidate_topic(topic);
+            }
+        }
+    }
+
+    /// The HA and broker address of a group's master, if it is alive in `cluster`.
+    fn live_master_of(
+        &self,
+        name: &BrokerName,
+        cluster: &ClusterName,
+    ) -> (Option<String>, Option<String>) {
+        let Some(master_addr) = self.brokers.get(name).and_then(|g| g.addrs.get(&MASTER_ID)) else {
+            return (None, None);
+        };
+        let master = BrokerInstance {
+            cluster: cluster.clone(),
+            addr: master_addr.clone(),
+        };
+        match self.live.get(&master) {
+            Some(live) => (
+                live.ha_server_addr.clone(),
+                Some(master_addr.as_str().to_owned()),
+            ),
+            None => (None, None),
+        }
+    }
+
+    /// The shared name of a known broker group, so all tables hold one allocation per name.
+    pub(super) fn intern_broker_name(&self, name: &BrokerName) -> BrokerName {
+        self.brokers
+            .get_key_value(name.as_str())
+            .map_or_else(|| name.clone(), |(k, _)| k.clone())
+    }
+
+    /// Puts one broker group's queues into a topic, creating the topic; replaces only when
+    /// different, so an unchanged registration leaves the encoded route in place.
+    pub(super) fn upsert_queues(&mut self, topic: &str, name: &BrokerName, queues: Queues) {
+        if !self.topics.contains_key(topic) {
+            info!(topic, broker = %name, "new topic registered");
+            self.topics
+                .insert(TopicName::new(topic), TopicEntry::default());
+        }
+        if let Some(entry) = self.topics.get_mut(topic) {
+            if entry.queues.get(name) != Some(&queues) {
+                entry.queues.insert(name.clone(), queues);
+                Self::drop_encoded(entry, &mut self.cached_bytes);
+            }
+        }
+    }
+
+    /// Removes `name` from every topic `keep` rejects; drops topics left empty.
+    fn remove_omitted_topics(&mut self, name: &BrokerName, keep: impl Fn(&str) -> bool) {
+        let cached_bytes = &mut self.cached_bytes;
+        let removals = &mut self.queue_removals;
+        self.topics.retain(|topic, entry| {
+            if keep(topic.as_str()) || entry.queues.remove(name).is_none() {
+                return true;
+            }
+            *removals += 1;
+            info!(topic = %topic, broker = %name, "topic omitted by its broker's registration, removed");
+            Self::drop_encoded(entry, cached_bytes);
+            !entry.queues.is_empty()
+        });
+    }
+}

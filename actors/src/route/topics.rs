@@ -1,0 +1,101 @@
+//! Edits of topics that do not come from a broker's registration: REGISTER_TOPIC_IN_NAMESRV,
+//! the write-permission wipe and restore, DELETE_TOPIC_IN_NAMESRV
+//! (docs/route-rules.md#registering-a-topic, #write-permission, #deleting-a-topic).
+
+use rmq_protocol::body::{perm, QueueData};
+use tracing::{info, warn};
+
+use super::ids::BrokerName;
+use super::tables::{Queues, RouteTables};
+
+impl RouteTables {
+    /// REGISTER_TOPIC_IN_NAMESRV (docs/route-rules.md#registering-a-topic): every QueueData's broker group must be known.
+    pub fn register_topic(&mut self, topic: &str, queue_datas: &[QueueData]) {
+        if queue_datas.is_empty() {
+            return;
+        }
+        let exists = self.topics.contains_key(topic);
+        if !exists
+            && !queue_datas
+                .iter()
+                .all(|q| self.brokers.contains_key(q.broker_name.as_str()))
+        {
+            warn!(topic, "register topic names an unknown broker, ignored");
+            return;
+        }
+        for q in queue_datas {
+            // Java applies entries in order and stops at the first unknown broker.
+            if !self.brokers.contains_key(q.broker_name.as_str()) {
+                warn!(topic, broker = %q.broker_name, "register topic names an unknown broker, stopped");
+                return;
+            }
+            let name = self.intern_broker_name(&BrokerName::new(&q.broker_name));
+            let queues = Queues {
+                read: q.read_queue_nums,
+                write: q.write_queue_nums,
+                perm: q.perm,
+                sys_flag: q.topic_sys_flag,
+            };
+            self.upsert_queues(topic, &name, queues);
+        }
+    }
+
+    /// WIPE_WRITE_PERM_OF_BROKER: clears WRITE on every topic of the group; returns how many
+    /// topics the group has.
+    pub fn wipe_write_perm(&mut self, name: &str) -> usize {
+        self.update_perm(name, |perm| perm & !perm::WRITE)
+    }
+
+    /// ADD_WRITE_PERM_OF_BROKER: sets perm to exactly READ|WRITE on every topic of the group.
+    pub fn add_write_perm(&mut self, name: &str) -> usize {
+        self.update_perm(name, |_| perm::READ | perm::WRITE)
+    }
+
+    fn update_perm(&mut self, name: &str, update: impl Fn(i32) -> i32) -> usize {
+        let mut count = 0;
+        for entry in self.topics.values_mut() {
+            if let Some(queues) = entry.queues.get_mut(name) {
+                count += 1;
+                let perm = update(queues.perm);
+                if perm != queues.perm {
+                    queues.perm = perm;
+                    Self::drop_encoded(entry, &mut self.cached_bytes);
+                }
+            }
+        }
+        info!(broker = name, topics = count, "write permission changed");
+        count
+    }
+
+    /// DELETE_TOPIC_IN_NAMESRV (docs/route-rules.md#deleting-a-topic): the whole topic, or only the queues of one cluster's
+    /// groups. Returns whether anything was removed.
+    pub fn delete_topic(&mut self, topic: &str, cluster: Option<&str>) -> bool {
+        let Some(cluster) = cluster.filter(|c| !c.is_empty()) else {
+            let removed = self.topics.remove(topic);
+            if let Some(entry) = &removed {
+                self.cached_bytes = self.cached_bytes.saturating_sub(Self::encoded_len(entry));
+                self.queue_removals += 1;
+                info!(topic, "topic deleted");
+            }
+            return removed.is_some();
+        };
+        let Some(names) = self.clusters.get(cluster).filter(|n| !n.is_empty()) else {
+            return false;
+        };
+        let Some(entry) = self.topics.get_mut(topic) else {
+            return false;
+        };
+        let before = entry.queues.len();
+        entry.queues.retain(|name, _| !names.contains(name));
+        if entry.queues.len() == before {
+            return false;
+        }
+        self.queue_removals += 1;
+        Self::drop_encoded(entry, &mut self.cached_bytes);
+        if entry.queues.is_empty() {
+            self.topics.remove(topic);
+        }
+        info!(topic, cluster, "topic deleted from cluster");
+        true
+    }
+}

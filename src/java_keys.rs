@@ -1,0 +1,204 @@
+//! The Java names of our settings: the `NamesrvConfig` / `NettyServerConfig` properties our keys
+//! replace, how their values convert, and a Java `namesrv.properties` read as our TOML. Pure
+//! tables and conversions over TOML values; the `java_props` module builds on them for
+//! GET_NAMESRV_CONFIG and UPDATE_NAMESRV_CONFIG.
+
+use std::collections::BTreeMap;
+use std::net::{IpAddr, SocketAddr};
+
+use toml::Value;
+
+/// How a Java value maps onto ours.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// `true`/`false` (any case).
+    Bool,
+    /// A non-negative integer.
+    Count,
+    /// Milliseconds in Java, a duration in ours.
+    Millis,
+    /// Seconds in Java, a duration in ours.
+    Seconds,
+    /// A file path.
+    Path,
+    /// Free text.
+    Text,
+}
+
+/// One Java property with an equivalent of ours.
+#[derive(Debug, Clone, Copy)]
+pub struct JavaKey {
+    pub java: &'static str,
+    /// Our key, `section.key`.
+    pub ours: &'static str,
+    pub kind: Kind,
+}
+
+const fn key(java: &'static str, ours: &'static str, kind: Kind) -> JavaKey {
+    JavaKey { java, ours, kind }
+}
+
+/// Every Java property we map, except `bindAddress`/`listenPort` (together `server.listen`).
+pub const JAVA_KEYS: &[JavaKey] = &[
+    key(
+        "orderMessageEnable",
+        "registry.order_message_enable",
+        Kind::Bool,
+    ),
+    key(
+        "returnOrderTopicConfigToBroker",
+        "registry.return_order_topic_config_to_broker",
+        Kind::Bool,
+    ),
+    key(
+        "supportActingMaster",
+        "registry.support_acting_master",
+        Kind::Bool,
+    ),
+    key(
+        "enableAllTopicList",
+        "registry.enable_all_topic_list",
+        Kind::Bool,
+    ),
+    key("enableTopicList", "registry.enable_topic_list", Kind::Bool),
+    key(
+        "notifyMinBrokerIdChanged",
+        "registry.notify_min_broker_id_changed",
+        Kind::Bool,
+    ),
+    key(
+        "needWaitForService",
+        "registry.need_wait_for_service",
+        Kind::Bool,
+    ),
+    key(
+        "waitSecondsForService",
+        "registry.wait_for_service",
+        Kind::Seconds,
+    ),
+    key(
+        "deleteTopicWithBrokerRegistration",
+        "registry.delete_topic_with_broker_registration",
+        Kind::Bool,
+    ),
+    key(
+        "scanNotActiveBrokerInterval",
+        "registry.scan_interval",
+        Kind::Millis,
+    ),
+    key("kvConfigPath", "kv.path", Kind::Path),
+    key("configStorePath", "kv.config_store_path", Kind::Path),
+    key("configBlackList", "admin.config_black_list", Kind::Text),
+    key("clusterTest", "cluster_test.enabled", Kind::Bool),
+    key(
+        "productEnvName",
+        "cluster_test.product_env_name",
+        Kind::Text,
+    ),
+    key("serverWorkerThreads", "server.workers", Kind::Count),
+    key(
+        "serverChannelMaxIdleTimeSeconds",
+        "server.idle_timeout",
+        Kind::Seconds,
+    ),
+];
+
+/// A Java value that does not fit.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid value {value:?} for {key}: {reason}")]
+pub struct JavaValueError {
+    pub key: String,
+    pub value: String,
+    pub reason: String,
+}
+
+pub fn value_error(key: &str, value: &str, reason: impl Into<String>) -> JavaValueError {
+    JavaValueError {
+        key: key.to_owned(),
+        value: value.to_owned(),
+        reason: reason.into(),
+    }
+}
+
+pub fn find(java: &str) -> Option<&'static JavaKey> {
+    JAVA_KEYS.iter().find(|k| k.java == java)
+}
+
+/// Converts a Java value to the TOML value of our key.
+pub fn to_ours(key: &JavaKey, text: &str) -> Result<Value, JavaValueError> {
+    let text = text.trim();
+    let number = || {
+        text.parse::<u64>()
+            .map_err(|_| value_error(key.java, text, "expected a non-negative integer"))
+    };
+    Ok(match key.kind {
+        Kind::Bool => match text.to_ascii_lowercase().as_str() {
+            "true" => Value::Boolean(true),
+            "false" => Value::Boolean(false),
+            _ => return Err(value_error(key.java, text, "expected true or false")),
+        },
+        Kind::Count => Value::Integer(
+            i64::try_from(number()?).map_err(|_| value_error(key.java, text, "too large"))?,
+        ),
+        Kind::Millis => Value::String(format!("{}ms", number()?)),
+        Kind::Seconds => Value::String(format!("{}s", number()?)),
+        Kind::Path | Kind::Text => Value::String(text.to_owned()),
+    })
+}
+
+pub fn get_path<'a>(root: &'a Value, dotted: &str) -> Option<&'a Value> {
+    dotted.split('.').try_fold(root, |v, part| v.get(part))
+}
+
+pub fn set_path(root: &mut Value, dotted: &str, value: Value) {
+    let mut parts: Vec<&str> = dotted.split('.').collect();
+    let Some(last) = parts.pop() else { return };
+    let mut node = root;
+    for part in parts {
+        let Value::Table(table) = node else { return };
+        node = table
+            .entry(part.to_owned())
+            .or_insert_with(|| Value::Table(toml::Table::new()));
+    }
+    if let Value::Table(table) = node {
+        table.insert(last.to_owned(), value);
+    }
+}
+
+/// Java properties as a TOML table of our keys (for `--config namesrv.properties`), plus the
+/// properties we have no equivalent for (kept and shown by GET_NAMESRV_CONFIG, as Java does).
+pub fn properties_to_toml(
+    props: &BTreeMap<String, String>,
+) -> Result<(toml::Table, BTreeMap<String, String>), JavaValueError> {
+    let mut root = Value::Table(toml::Table::new());
+    let mut extra = BTreeMap::new();
+    let bind = props.get("bindAddress").map(|s| s.trim());
+    let port = props.get("listenPort").map(|s| s.trim());
+    if bind.is_some() || port.is_some() {
+        let ip: IpAddr = bind.unwrap_or("0.0.0.0").parse().map_err(|_| {
+            value_error("bindAddress", bind.unwrap_or(""), "expected an IP address")
+        })?;
+        let port: u16 = port
+            .unwrap_or("9876")
+            .parse()
+            .map_err(|_| value_error("listenPort", port.unwrap_or(""), "expected a port number"))?;
+        set_path(
+            &mut root,
+            "server.listen",
+            Value::String(SocketAddr::new(ip, port).to_string()),
+        );
+    }
+    for (java, text) in props {
+        match find(java) {
+            Some(key) => set_path(&mut root, key.ours, to_ours(key, text)?),
+            None if java == "bindAddress" || java == "listenPort" => {}
+            None => {
+                extra.insert(java.clone(), text.clone());
+            }
+        }
+    }
+    let Value::Table(table) = root else {
+        return Ok((toml::Table::new(), extra));
+    };
+    Ok((table, extra))
+}
