@@ -35,7 +35,7 @@ import time
 import zlib
 
 # ---------------------------------------------------------------------------------------------
-# frame codec (spec §1.2-§1.4)
+# frame codec (docs/protocol.md#frames, #json-header, #rocketmq-header)
 
 JSON, ROCKETMQ = 0, 1
 STYPE_NAME = {JSON: "JSON", ROCKETMQ: "ROCKETMQ"}
@@ -346,26 +346,28 @@ ALLOWED_DIFFERENCES = [
     ("mirror-serialize-type",
      lambda d, g: d.field == "serialize" and d.stype == ROCKETMQ and d.java == "JSON" and d.ours == "ROCKETMQ",
      "ours answers in the request's serialize type (server.response_serialize = \"mirror\", the default); "
-     "Java always answers JSON (spec §1.10)"),
+     "Java always answers JSON (docs/protocol.md#serialize-type-of-responses)"),
     ("exception-remark", _exception_remark,
      "SYSTEM_ERROR from a failing handler: Java's remark is the exception's toString() and first stack "
      "frame (an NPE for a missing field, a fastjson2 error for a bad body), ours names the field or the "
-     "parse error (spec §1.11 Rust guidance)"),
+     "parse error (docs/protocol.md#custom-headers)"),
     ("swallowed-npe", _swallowed_npe,
      "missing required field where Java's handler hits a NullPointerException, catches and logs it itself and "
      "answers SUCCESS (having half-applied a registration); ours answers SYSTEM_ERROR naming the field "
-     "(spec §1.11 Rust guidance; protocol/src/headers.rs)"),
+     "(docs/protocol.md#custom-headers; protocol/src/custom_headers.rs)"),
     ("missing-field-refused", _missing_field_refused,
      "a request missing a field Java's handler needs (DELETE_KV_CONFIG without namespace/key, WIPE/ADD write "
      "perm without brokerName): Java quietly does nothing and answers SUCCESS; ours answers SYSTEM_ERROR "
      "naming the missing field (every bad input gets a clear error)"),
     ("system-topics-brokerAddr", _system_topics_addr,
      "GET_SYSTEM_TOPIC_LIST_FROM_NS: brokerAddr is the first address of the first BrokerData in map "
-     "iteration order (spec §3.14: HashMap order in Java); both name a registered broker"),
+     "iteration order (docs/route-rules.md#topic-lists: HashMap order in Java); both name a registered "
+     "broker"),
     ("unregister-synchronous",
      lambda d, g: d.step.startswith("route right after UNREGISTER_BROKER") and d.field in ("code", "remark", "body"),
      "UNREGISTER_BROKER takes effect before the reply in ours; Java 5.x queues it to its batch "
-     "unregistration thread (spec §3.5), so a route query right after the reply may still show the broker"),
+     "unregistration thread (docs/route-rules.md#unregistering), so a route query right after the reply "
+     "may still show the broker"),
     ("config-key-set",
      lambda d, g: (d.field == "config-keys" and set(d.java["only in java"]) <= JAVA_ONLY_CONFIG_KEYS
                    and not d.ours["only in ours"]),
@@ -377,8 +379,9 @@ ALLOWED_DIFFERENCES = [
      "one per CPU unless server.workers says otherwise"),
     ("strict-rocketmq-header",
      lambda d, g: d.step == "malformed: ROCKETMQ negative ext length" and d.ours == "closed without a reply",
-     "a ROCKETMQ header with a negative extFields length: ours closes the connection (spec §1.4: a negative "
-     "length is an error), Java 5.5.0 reads it as 'no extFields' and answers the request"),
+     "a ROCKETMQ header with a negative extFields length: ours closes the connection "
+     "(docs/protocol.md#rocketmq-header: a negative length is an error), Java 5.5.0 reads it as "
+     "'no extFields' and answers the request"),
 ]
 
 
@@ -636,7 +639,7 @@ def topic_config(name, queues=4, perm=6, sysflag=0):
 
 
 def register_body(topics, dv):
-    """RegisterBrokerBody JSON of a 5.x broker (spec §4.3)."""
+    """RegisterBrokerBody JSON of a 5.x broker (docs/protocol.md#registerbrokerbody)."""
     return dumps({"filterServerList": [], "topicConfigSerializeWrapper": {
         "dataVersion": dv, "mappingDataVersion": data_version(0),
         "topicConfigTable": {t["topicName"]: t for t in topics},
@@ -644,8 +647,8 @@ def register_body(topics, dv):
 
 
 def register_body_compressed(topics, dv, with_mappings):
-    """The compressed RegisterBrokerBody (spec §4.3): zlib of length-prefixed parts; topic
-    configs in their text form (4.x: five tokens)."""
+    """The compressed RegisterBrokerBody (docs/protocol.md#registerbrokerbody): zlib of
+    length-prefixed parts; topic configs in their text form (4.x: five tokens)."""
     def chunk(b):
         return struct.pack(">i", len(b)) + b
     raw = chunk(dumps(dv)) + struct.pack(">i", len(topics))

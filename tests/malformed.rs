@@ -110,7 +110,7 @@ async fn golden_oneway_heartbeat_gets_no_reply() {
     let server = start_server(test_config());
     let mut conn = connect(&server).await;
     let broker = FakeBroker::master("broker-a", 10911, &["TopicTest", "T2"]);
-    // Register with the exact identity spec vector V8 refers to.
+    // Register with the exact identity golden vector V8 refers to (docs/protocol.md#golden-vectors).
     let mut reg = broker.clone();
     reg.cluster = "DefaultCluster".into();
     assert_eq!(conn.request(reg.register()).await.unwrap().code, 0);

@@ -1,4 +1,4 @@
-//! JSON bodies of NameServer requests and responses (spec §4).
+//! JSON bodies of NameServer requests and responses (docs/protocol.md#json-bodies).
 //!
 //! Field order in every struct is alphabetical by wire name, because fastjson writes bean
 //! properties alphabetically; `Option` fields are omitted when `None`, as fastjson omits nulls.
@@ -203,7 +203,7 @@ pub struct TopicConfigWrapper {
     pub topic_queue_mapping_info_map: BTreeMap<String, TopicQueueMappingInfo>,
 }
 
-/// REGISTER_BROKER body (spec §4.3).
+/// REGISTER_BROKER body (docs/protocol.md#registerbrokerbody).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct RegisterBrokerBody {
@@ -227,9 +227,9 @@ pub enum BodyError {
 
 impl RegisterBrokerBody {
     /// Decodes a REGISTER_BROKER body as Java does for a request of `request_version`
-    /// (spec §3.4 step 2): below V3_0_11 the body is a bare topic-config wrapper; otherwise JSON or,
-    /// when `compressed`, the zlib form. `max_inflated` bounds the inflated size of a compressed
-    /// body (a zlib bomb is an error, not an allocation).
+    /// (docs/protocol.md#registerbrokerbody): below V3_0_11 the body is a bare topic-config
+    /// wrapper; otherwise JSON or, when `compressed`, the zlib form. `max_inflated` bounds the
+    /// inflated size of a compressed body (a zlib bomb is an error, not an allocation).
     pub fn decode(
         body: Option<&[u8]>,
         compressed: bool,
@@ -497,7 +497,8 @@ mod tests {
         }
     }
 
-    /// Spec §4.4 / V10: both encodings byte for byte, 280 and 284 bytes.
+    /// Golden vector V10 (docs/protocol.md#route-bodies): both encodings byte for byte, 280 and
+    /// 284 bytes.
     #[test]
     fn route_bodies_match_java_text() {
         let legacy = to_json(&route_fixture(), JsonStyle::Legacy);
@@ -639,7 +640,8 @@ mod tests {
         assert_eq!(info.curr_id_map.as_ref().unwrap()[&1], 4);
     }
 
-    /// Spec §11 V9: the inflated bytes and the zlib stream decode to one topic.
+    /// Golden vector V9 (docs/protocol.md#golden-vectors): the inflated bytes and the zlib stream
+    /// decode to one topic.
     #[test]
     fn compressed_golden_vector() {
         let zlib: [u8; 97] = [
@@ -660,7 +662,7 @@ mod tests {
         assert!(body.filter_server_list.is_empty());
         // A pre-5.0 request has no mapping section: the trailing count is then ignored.
         assert!(RegisterBrokerBody::decode(Some(&zlib), true, 409, 1 << 20).is_ok());
-        // Our encoder inflates to the spec's 107 bytes and round-trips.
+        // Our encoder inflates to V9's 107 bytes and round-trips.
         let again = body.encode_compressed(true);
         let mut raw = Vec::new();
         flate2::read::ZlibDecoder::new(again.as_slice())

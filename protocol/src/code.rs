@@ -1,5 +1,6 @@
 //! Numeric codes of the remoting protocol: request codes, response codes, languages, serialize types
-//! and the `MQVersion` ordinals the NameServer cares about (spec §1.6, §1.7, §1.13, §2).
+//! and the `MQVersion` ordinals the NameServer cares about (docs/protocol.md#language-and-version,
+//! #request-codes, #response-codes).
 
 use std::fmt;
 
@@ -34,10 +35,12 @@ impl RequestCode {
     pub const ADD_WRITE_PERM_OF_BROKER: Self = Self(327);
     pub const GET_BROKER_MEMBER_GROUP: Self = Self(901);
     pub const BROKER_HEARTBEAT: Self = Self(904);
-    /// Sent by a NameServer to brokers (spec §5.11); never answered by one.
+    /// Sent by a Java NameServer to brokers (docs/route-rules.md#registering-a-broker, step 4);
+    /// never answered by one.
     pub const NOTIFY_MIN_BROKER_ID_CHANGE: Self = Self(905);
 
-    /// Every request code a 5.x NameServer answers (spec §2), in numeric order.
+    /// Every request code a 5.x NameServer answers (docs/protocol.md#request-codes), in numeric
+    /// order.
     pub const NAMESRV_CODES: [Self; 23] = [
         Self::PUT_KV_CONFIG,
         Self::GET_KV_CONFIG,
@@ -105,7 +108,8 @@ impl fmt::Display for RequestCode {
     }
 }
 
-/// A response code as sent in the `code` header field of a response (spec §1.13).
+/// A response code as sent in the `code` header field of a response
+/// (docs/protocol.md#response-codes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ResponseCode(pub i32);
 
@@ -144,8 +148,8 @@ impl fmt::Display for ResponseCode {
     }
 }
 
-/// The sender's language (spec §1.6). Unknown codes and names decode to [`LanguageCode::Unknown`],
-/// as Java decodes them to `null` without failing.
+/// The sender's language (docs/protocol.md#language-and-version). Unknown codes and names decode
+/// to [`LanguageCode::Unknown`], as Java decodes them to `null` without failing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum LanguageCode {
     #[default]
@@ -226,7 +230,7 @@ impl LanguageCode {
     }
 }
 
-/// Header serialization, the high byte of the header-length word (spec §1.2).
+/// Header serialization, the high byte of the header-length word (docs/protocol.md#frames).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum SerializeType {
     #[default]
@@ -258,7 +262,8 @@ impl SerializeType {
     }
 }
 
-/// `MQVersion.Version` ordinals that change NameServer behaviour (spec §1.7).
+/// `MQVersion.Version` ordinals that change NameServer behaviour
+/// (docs/protocol.md#language-and-version).
 pub mod version {
     /// Below it REGISTER_BROKER carries a bare TopicConfigSerializeWrapper.
     pub const V3_0_11: i32 = 37;

@@ -1,5 +1,5 @@
-//! Frame codec (spec §1.2, §1.8, §1.9): `length` (4) | header-length word (4: serialize type in
-//! the high byte, header length in the low 24 bits) | header | body.
+//! Frame codec (docs/protocol.md#frames, #malformed-input): `length` (4) | header-length word
+//! (4: serialize type in the high byte, header length in the low 24 bits) | header | body.
 //!
 //! The decoder checks before it parses: an absurd length is rejected as soon as its 4 bytes are
 //! read, so nothing beyond the frame limit is ever buffered. The body is a zero-copy slice of the
@@ -19,7 +19,8 @@ pub const DEFAULT_MAX_FRAME: usize = 16 * 1024 * 1024;
 /// Read-buffer capacity a connection keeps between frames; a larger buffer is released.
 pub const RETAINED_READ_BUFFER: usize = 64 * 1024;
 
-/// A frame that cannot be decoded. The connection that sent it is closed (spec §1.9).
+/// A frame that cannot be decoded. The connection that sent it is closed
+/// (docs/protocol.md#malformed-input).
 #[derive(Debug, thiserror::Error)]
 pub enum FrameError {
     #[error("frame of {len} bytes exceeds limit {max}")]

@@ -1,4 +1,5 @@
-//! `RemotingCommand`: one request or response, header fields plus an optional body (spec §1.2-§1.5).
+//! `RemotingCommand`: one request or response, header fields plus an optional body
+//! (docs/protocol.md#frames, #json-header, #rocketmq-header, #flags-opaque-and-oneway).
 
 use bytes::Bytes;
 use serde::ser::{Serialize, SerializeMap, Serializer};

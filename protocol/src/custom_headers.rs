@@ -1,4 +1,5 @@
-//! Typed custom headers: the `extFields` of each request and response (spec §1.11, §2, §3).
+//! Typed custom headers: the `extFields` of each request and response
+//! (docs/protocol.md#custom-headers, #request-codes).
 //!
 //! Parsing follows Java's `decodeCommandCustomHeader`: fields are looked up by exact name, unknown
 //! keys are ignored, booleans are true only for `"true"` (any case), an unparsable optional number

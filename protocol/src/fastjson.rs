@@ -1,4 +1,5 @@
-//! JSON the way the Java side (fastjson 1.2.83) writes and reads it (spec §4.1).
+//! JSON the way the Java side (fastjson 1.2.83) writes and reads it
+//! (docs/protocol.md#fastjson-compatibility).
 //!
 //! Writing goes through serde_json with [`FastJsonFormatter`], a `serde_json::ser::Formatter` that
 //! adds the two fastjson behaviours serde_json lacks:
@@ -259,7 +260,8 @@ pub fn to_vec<T: Serialize + ?Sized>(value: &T, style: JsonStyle) -> serde_json:
     Ok(out)
 }
 
-/// Parses JSON as fastjson reads it: bare numeric object keys are accepted (spec §4.1), unknown
+/// Parses JSON as fastjson reads it: bare numeric object keys are accepted
+/// (docs/protocol.md#fastjson-compatibility), unknown
 /// properties ignored, missing ones defaulted by the target type.
 pub fn from_slice<T: DeserializeOwned>(bytes: &[u8]) -> serde_json::Result<T> {
     // Most bodies are standard JSON: parse directly, and rewrite bare keys only if that fails.

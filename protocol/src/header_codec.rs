@@ -1,5 +1,6 @@
-//! The two header serializations (spec §1.3, §1.4): JSON (type 0) and the binary ROCKETMQ form
-//! (type 1). Decoding is as lenient as the Java server; encoding is exactly what Java writes.
+//! The two header serializations (docs/protocol.md#json-header, #rocketmq-header): JSON (type 0)
+//! and the binary ROCKETMQ form (type 1). Decoding is as lenient as the Java server; encoding is
+//! exactly what Java writes.
 
 use std::fmt;
 
@@ -11,7 +12,7 @@ use crate::code::{LanguageCode, SerializeType};
 use crate::command::{ExtFields, RemotingCommand};
 use crate::fastjson::{self, JsonStyle};
 
-/// A header that could not be decoded. Closes the connection (spec §1.9).
+/// A header that could not be decoded. Closes the connection (docs/protocol.md#malformed-input).
 #[derive(Debug, thiserror::Error)]
 pub enum HeaderError {
     #[error("bad JSON header: {0}")]

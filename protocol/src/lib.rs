@@ -1,6 +1,6 @@
 //! The Apache RocketMQ remoting protocol as a NameServer speaks it: frames, commands, both header
 //! serializations, typed headers and the JSON bodies, compatible byte for byte with the Java
-//! implementation (see the project's protocol spec).
+//! implementation (see docs/protocol.md).
 //!
 //! No actors and no I/O beyond the tokio-util [`codec::RemotingCodec`]: the crate is shared by the
 //! server, its tests, the admin CLI and load tools.
@@ -36,7 +36,7 @@ pub use command::{ExtFields, RemotingCommand};
 
 #[cfg(test)]
 mod golden {
-    //! The golden byte vectors of spec §11.
+    //! The golden byte vectors (docs/protocol.md#golden-vectors).
     use bytes::BytesMut;
     use tokio_util::codec::Decoder;
 
@@ -44,7 +44,7 @@ mod golden {
     use crate::codec::{encode_frame, FrameError, RemotingCodec};
     use crate::command::{RemotingCommand, FLAG_ONEWAY};
 
-    /// Parses the spec's hex dumps ("0000  00 00 ..." lines).
+    /// Parses hex dumps ("0000  00 00 ..." lines).
     fn hex(dump: &str) -> Vec<u8> {
         dump.lines()
             .flat_map(|line| line.split_whitespace().skip(1))
@@ -206,7 +206,7 @@ mod golden {
             .with_body(&br#"{"counter":3,"stateVersion":0,"timestamp":1700000000000}"#[..]);
         assert_eq!(encode(&resp), bytes);
         assert_eq!(decode(&bytes).unwrap().unwrap(), resp);
-        // The JSON form the spec gives for the same response.
+        // The same response with a JSON header.
         let json = encode(&resp.clone().with_serialize_type(SerializeType::Json));
         let header = br#"{"code":0,"extFields":{"changed":"false"},"flag":1,"language":"JAVA","opaque":9,"serializeTypeCurrentRPC":"JSON","version":479}"#;
         assert_eq!(&json[8..8 + header.len()], header);

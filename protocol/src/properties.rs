@@ -1,5 +1,5 @@
 //! Java properties text: the body of UPDATE_NAMESRV_CONFIG and GET_NAMESRV_CONFIG, and the format
-//! of Java's `namesrv.properties` (spec §3.16, §3.17).
+//! of Java's `namesrv.properties` (docs/kv-and-config.md#java-properties, #runtime-updates).
 //!
 //! Parsing follows `java.util.Properties.load`: `=`, `:` or whitespace separate key and value;
 //! `#` and `!` start comment lines; a line ending in an odd number of backslashes continues on the
