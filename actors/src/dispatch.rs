@@ -120,6 +120,20 @@ pub fn read_header<H: CommandHeader>(cmd: &RemotingCommand) -> Result<H, Remotin
     H::decode(cmd).map_err(|e: HeaderFieldError| system_error(e.to_string()))
 }
 
+/// Reads a JSON body of type `T` (named `what` in the error), `None` without a body.
+fn json_body<T: serde::de::DeserializeOwned>(
+    cmd: &RemotingCommand,
+    what: &str,
+) -> Result<Option<T>, RemotingCommand> {
+    cmd.body
+        .as_deref()
+        .map(|bytes| {
+            fastjson::from_slice::<T>(bytes)
+                .map_err(|e| system_error(format!("bad {what} body: {e}")))
+        })
+        .transpose()
+}
+
 // ---------------------------------------------------------------------------------------------
 // One reader per request code: header (and body) -> message.
 
@@ -177,16 +191,9 @@ fn broker_heartbeat(cmd: &RemotingCommand) -> Decoded<BrokerHeartbeat> {
 
 fn query_data_version(cmd: &RemotingCommand) -> Decoded<QueryDataVersion> {
     let h = read_header::<QueryDataVersionHeader>(cmd)?;
-    let version = match cmd.body.as_deref() {
-        Some(bytes) => Some(
-            fastjson::from_slice::<DataVersion>(bytes)
-                .map_err(|e| system_error(format!("bad DataVersion body: {e}")))?,
-        ),
-        None => None,
-    };
     Ok(QueryDataVersion {
         instance: BrokerInstance::new(h.cluster_name, h.broker_addr),
-        version,
+        version: json_body::<DataVersion>(cmd, "DataVersion")?,
     })
 }
 
@@ -227,17 +234,10 @@ fn delete_topic(cmd: &RemotingCommand) -> Decoded<DeleteTopic> {
 
 fn register_topic(cmd: &RemotingCommand) -> Decoded<RegisterTopic> {
     let h = read_header::<RegisterTopicHeader>(cmd)?;
-    let queue_datas = match cmd.body.as_deref() {
-        Some(bytes) => {
-            fastjson::from_slice::<TopicRouteData>(bytes)
-                .map_err(|e| system_error(format!("bad TopicRouteData body: {e}")))?
-                .queue_datas
-        }
-        None => Vec::new(),
-    };
+    let route = json_body::<TopicRouteData>(cmd, "TopicRouteData")?;
     Ok(RegisterTopic {
         topic: h.topic,
-        queue_datas,
+        queue_datas: route.map(|r| r.queue_datas).unwrap_or_default(),
     })
 }
 

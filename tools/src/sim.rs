@@ -117,9 +117,9 @@ impl Link {
 /// A running simulated broker.
 pub struct SimBroker {
     spec: SimBrokerSpec,
-    stop: Option<oneshot::Sender<bool>>,
     status: watch::Receiver<SimBrokerStatus>,
-    task: JoinHandle<()>,
+    /// Stopped with `true` for a graceful stop.
+    task: StoppableTask<bool>,
 }
 
 impl SimBroker {
@@ -144,9 +144,11 @@ impl SimBroker {
         let task = actix_rt::spawn(run_broker(spec.clone(), links, stop_rx, status_tx));
         Self {
             spec,
-            stop: Some(stop_tx),
             status: status_rx,
-            task,
+            task: StoppableTask {
+                stop: Some(stop_tx),
+                task,
+            },
         }
     }
 
@@ -170,17 +172,8 @@ impl SimBroker {
 
     /// Stops the broker. `graceful`: it unregisters from every NameServer first, as a broker
     /// shutting down does; otherwise its connections just drop, as when it is killed.
-    pub async fn stop(mut self, graceful: bool) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(graceful);
-        }
-        let _ = (&mut self.task).await;
-    }
-}
-
-impl Drop for SimBroker {
-    fn drop(&mut self) {
-        self.task.abort();
+    pub async fn stop(self, graceful: bool) {
+        self.task.stop(graceful).await;
     }
 }
 
@@ -251,9 +244,8 @@ pub struct SimClientStats {
 
 /// A running simulated client.
 pub struct SimClient {
-    stop: Option<oneshot::Sender<()>>,
     stats: watch::Receiver<SimClientStats>,
-    task: JoinHandle<()>,
+    task: StoppableTask<()>,
 }
 
 impl SimClient {
@@ -262,9 +254,11 @@ impl SimClient {
         let (stats_tx, stats_rx) = watch::channel(SimClientStats::default());
         let task = actix_rt::spawn(run_client(spec, stop_rx, stats_tx));
         Self {
-            stop: Some(stop_tx),
             stats: stats_rx,
-            task,
+            task: StoppableTask {
+                stop: Some(stop_tx),
+                task,
+            },
         }
     }
 
@@ -272,17 +266,8 @@ impl SimClient {
         *self.stats.borrow()
     }
 
-    pub async fn stop(mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        let _ = (&mut self.task).await;
-    }
-}
-
-impl Drop for SimClient {
-    fn drop(&mut self) {
-        self.task.abort();
+    pub async fn stop(self) {
+        self.task.stop(()).await;
     }
 }
 
@@ -317,6 +302,28 @@ async fn run_client(
             _ = &mut stop => return,
             _ = tokio::time::sleep(spec.interval) => {}
         }
+    }
+}
+
+/// A simulation task: told to stop with a value it reads, and aborted if dropped unstopped.
+struct StoppableTask<S> {
+    stop: Option<oneshot::Sender<S>>,
+    task: JoinHandle<()>,
+}
+
+impl<S> StoppableTask<S> {
+    /// Sends `signal` and waits for the task to end.
+    async fn stop(mut self, signal: S) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(signal);
+        }
+        let _ = (&mut self.task).await;
+    }
+}
+
+impl<S> Drop for StoppableTask<S> {
+    fn drop(&mut self) {
+        self.task.abort();
     }
 }
 

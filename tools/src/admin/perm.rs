@@ -10,20 +10,37 @@ use super::report::{Cause, Report};
 /// `wipeWritePerm -b BROKER` (WIPE_WRITE_PERM_OF_BROKER): clears the write permission of the
 /// broker group's topics; each line ends with the count of topics changed.
 pub(super) async fn wipe_write_perm(ask: &Ask<'_>, broker_name: &str) -> Report {
-    let request = RemotingCommand::request(RequestCode::WIPE_WRITE_PERM_OF_BROKER)
-        .with_ext_fields(broker_header(broker_name));
-    let what = format!("wipe write perm of broker[{broker_name}]");
-    ask.write(&what, request, |resp| topic_count(resp, "wipeTopicCount"))
-        .await
+    change_write_perm(ask, broker_name, Change::Wipe).await
 }
 
 /// `addWritePerm -b BROKER` (ADD_WRITE_PERM_OF_BROKER): restores the write permission of the
 /// broker group's topics; each line ends with the count of topics changed.
 pub(super) async fn add_write_perm(ask: &Ask<'_>, broker_name: &str) -> Report {
-    let request = RemotingCommand::request(RequestCode::ADD_WRITE_PERM_OF_BROKER)
-        .with_ext_fields(broker_header(broker_name));
-    let what = format!("add write perm of broker[{broker_name}]");
-    ask.write(&what, request, |resp| topic_count(resp, "addTopicCount"))
+    change_write_perm(ask, broker_name, Change::Add).await
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Change {
+    Wipe,
+    Add,
+}
+
+async fn change_write_perm(ask: &Ask<'_>, broker_name: &str, change: Change) -> Report {
+    let (code, verb, count_field) = match change {
+        Change::Wipe => (
+            RequestCode::WIPE_WRITE_PERM_OF_BROKER,
+            "wipe",
+            "wipeTopicCount",
+        ),
+        Change::Add => (
+            RequestCode::ADD_WRITE_PERM_OF_BROKER,
+            "add",
+            "addTopicCount",
+        ),
+    };
+    let request = RemotingCommand::request(code).with_ext_fields(broker_header(broker_name));
+    let what = format!("{verb} write perm of broker[{broker_name}]");
+    ask.write(&what, request, |resp| topic_count(resp, count_field))
         .await
 }
 
