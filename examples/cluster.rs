@@ -57,6 +57,10 @@ struct Args {
     /// Stop after this long; default: run until Ctrl-C.
     #[arg(long, value_parser = humantime::parse_duration)]
     run_for: Option<Duration>,
+    /// TLS only: the NameServers enforce TLS (with a self-signed certificate each) and the
+    /// simulated brokers and client connect with TLS.
+    #[arg(long)]
+    tls: bool,
 }
 
 /// A NameServer slot: its fixed address and the running server, if up.
@@ -236,6 +240,9 @@ async fn main() {
         config.kv.path = dir.join(format!("ns{i}/kvConfig.json"));
         config.kv.config_store_path = dir.join(format!("ns{i}/namesrv.properties"));
         config.log.level = "warn".into();
+        if args.tls {
+            config.tls.mode = rmq_namesrv::config::TlsMode::Enforcing;
+        }
         let mut ns = Namesrv {
             addr: config.server.listen,
             config,
@@ -253,6 +260,22 @@ async fn main() {
     let addrs: Vec<String> = namesrvs.iter().map(|n| n.addr.to_string()).collect();
     println!("NAMESRV_ADDR=\"{}\"", addrs.join(";"));
 
+    // Like a Java client with tls.enable=true: the servers' self-signed certificates are taken.
+    let tls = if args.tls {
+        let settings = rmq_namesrv::config::ClientTlsSettings {
+            enable: true,
+            ..Default::default()
+        };
+        match rmq_namesrv::transport::client::client_config(&settings) {
+            Ok(config) => Some(config),
+            Err(err) => {
+                eprintln!("cluster: TLS: {err}");
+                std::process::exit(1);
+            }
+        }
+    } else {
+        None
+    };
     let mut brokers = Vec::new();
     let mut all_topics = Vec::new();
     for g in 0..args.groups {
@@ -273,6 +296,7 @@ async fn main() {
             );
             spec.register_interval = args.register_interval;
             spec.heartbeat_interval = args.heartbeat_interval;
+            spec.tls.clone_from(&tls);
             brokers.push(Broker {
                 running: Some(SimBroker::spawn(spec.clone())),
                 spec,
@@ -285,6 +309,7 @@ async fn main() {
         topics: all_topics,
         interval: args.client_interval,
         timeout: Duration::from_secs(3),
+        tls,
     });
 
     let mut cluster = Cluster {

@@ -10,6 +10,9 @@ use serde::{Deserialize, Serialize};
 pub use rmq_actors::settings::{
     expand_home, InvalidSetting, KvSettings, RegistrySettings, ResponseSerialize, ServerSettings,
 };
+pub use rmq_transport::{
+    ClientAuth, ClientTlsSettings, ProxyMode, ProxyProtocolSettings, TlsMode, TlsSettings,
+};
 
 /// A configuration that cannot be used; the message names the key.
 #[derive(Debug, thiserror::Error)]
@@ -42,6 +45,8 @@ pub struct Config {
     pub server: ServerSettings,
     pub registry: RegistrySettings,
     pub kv: KvSettings,
+    pub tls: TlsSettings,
+    pub proxy_protocol: ProxyProtocolSettings,
     pub admin: AdminConfig,
     pub cluster_test: ClusterTestConfig,
     pub log: LogConfig,
@@ -171,6 +176,10 @@ impl Config {
         }
         let mut config: Config = builder.build()?.try_deserialize()?;
         config.java_extra = java_extra;
+        // Java's tls.config.file: its tls.* keys win over the other layers.
+        config.tls = crate::java_keys::tls_with_config_file(&config.tls).map_err(|reason| {
+            ConfigError::Invalid(InvalidSetting::new("tls.config_file", reason))
+        })?;
         config.validate()?;
         Ok(config)
     }
@@ -180,6 +189,8 @@ impl Config {
         self.server.validate()?;
         self.registry.validate()?;
         self.kv.validate()?;
+        self.tls.validate()?;
+        self.proxy_protocol.validate()?;
         if let Err(err) = tracing_subscriber::EnvFilter::try_new(&self.log.level) {
             return Err(invalid("log.level", err.to_string()));
         }

@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
 
+use rmq_transport::TlsSettings;
 use toml::Value;
 
 /// How a Java value maps onto ours.
@@ -23,6 +24,8 @@ pub enum Kind {
     Path,
     /// Free text.
     Text,
+    /// A word of a list (a mode), any case in Java, lower case in ours.
+    Lower,
 }
 
 /// One Java property with an equivalent of ours.
@@ -103,6 +106,48 @@ pub const JAVA_KEYS: &[JavaKey] = &[
     ),
 ];
 
+/// Java's `tls.*` system properties (Java: `TlsSystemConfig`), ours under `[tls]`. Accepted in a
+/// `.properties` file given to `--config` and in the file `tls.config.file` names; never shown by
+/// GET_NAMESRV_CONFIG (Java does not show them either) and never updated by
+/// UPDATE_NAMESRV_CONFIG.
+pub const TLS_KEYS: &[JavaKey] = &[
+    key("tls.server.mode", "tls.mode", Kind::Lower),
+    key("tls.server.certPath", "tls.cert_path", Kind::Path),
+    key("tls.server.keyPath", "tls.key_path", Kind::Path),
+    key("tls.server.keyPassword", "tls.key_password", Kind::Text),
+    key(
+        "tls.server.need.client.auth",
+        "tls.need_client_auth",
+        Kind::Lower,
+    ),
+    key("tls.server.authClient", "tls.auth_client", Kind::Bool),
+    key(
+        "tls.server.trustCertPath",
+        "tls.trust_cert_path",
+        Kind::Path,
+    ),
+    key("tls.test.mode.enable", "tls.test_mode", Kind::Bool),
+    key("tls.config.file", "tls.config_file", Kind::Path),
+    key("tls.enable", "tls.client.enable", Kind::Bool),
+    key("tls.client.certPath", "tls.client.cert_path", Kind::Path),
+    key("tls.client.keyPath", "tls.client.key_path", Kind::Path),
+    key(
+        "tls.client.keyPassword",
+        "tls.client.key_password",
+        Kind::Text,
+    ),
+    key(
+        "tls.client.authServer",
+        "tls.client.auth_server",
+        Kind::Bool,
+    ),
+    key(
+        "tls.client.trustCertPath",
+        "tls.client.trust_cert_path",
+        Kind::Path,
+    ),
+];
+
 /// A Java value that does not fit.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid value {value:?} for {key}: {reason}")]
@@ -120,8 +165,9 @@ pub fn value_error(key: &str, value: &str, reason: impl Into<String>) -> JavaVal
     }
 }
 
+/// The key of a Java property, `tls.*` ones included.
 pub fn find(java: &str) -> Option<&'static JavaKey> {
-    JAVA_KEYS.iter().find(|k| k.java == java)
+    JAVA_KEYS.iter().chain(TLS_KEYS).find(|k| k.java == java)
 }
 
 /// Converts a Java value to the TOML value of our key.
@@ -143,6 +189,7 @@ pub fn to_ours(key: &JavaKey, text: &str) -> Result<Value, JavaValueError> {
         Kind::Millis => Value::String(format!("{}ms", number()?)),
         Kind::Seconds => Value::String(format!("{}s", number()?)),
         Kind::Path | Kind::Text => Value::String(text.to_owned()),
+        Kind::Lower => Value::String(text.to_ascii_lowercase()),
     })
 }
 
@@ -201,4 +248,59 @@ pub fn properties_to_toml(
         return Ok((toml::Table::new(), extra));
     };
     Ok((table, extra))
+}
+
+/// `tls` with the `tls.*` keys of the file `tls.config_file` names applied over it (Java reads
+/// that file at start and at every reload, and its values win). A missing file changes nothing.
+pub fn tls_with_config_file(tls: &TlsSettings) -> Result<TlsSettings, String> {
+    let Some(path) = &tls.config_file else {
+        return Ok(tls.clone());
+    };
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(tls.clone()),
+        Err(err) => {
+            return Err(format!(
+                "cannot read tls.config.file {}: {err}",
+                path.display()
+            ))
+        }
+    };
+    let props = rmq_protocol::properties::parse(&text)
+        .map_err(|e| format!("tls.config.file {}: {e}", path.display()))?;
+    apply_tls_properties(tls, &props)
+        .map_err(|e| format!("tls.config.file {}: {e}", path.display()))
+}
+
+/// `tls` with the `tls.*` properties of `props` (other keys, and `tls.config.file` itself,
+/// ignored).
+pub fn apply_tls_properties(
+    tls: &TlsSettings,
+    props: &BTreeMap<String, String>,
+) -> Result<TlsSettings, JavaValueError> {
+    let mut root = Value::try_from(tls).map_err(|e| value_error("tls", "", e.to_string()))?;
+    for (java, text) in props {
+        let Some(key) = TLS_KEYS.iter().find(|k| k.java == java) else {
+            continue;
+        };
+        if key.java == "tls.config.file" {
+            continue;
+        }
+        let ours = key.ours.strip_prefix("tls.").unwrap_or(key.ours);
+        set_path(&mut root, ours, to_ours(key, text)?);
+    }
+    let mut updated: TlsSettings = root
+        .try_into()
+        .map_err(|e: toml::de::Error| value_error("tls", "", e.to_string()))?;
+    // Passwords are never serialized: keep the ones the file did not set.
+    if updated.key_password.is_none() {
+        updated.key_password.clone_from(&tls.key_password);
+    }
+    if updated.client.key_password.is_none() {
+        updated
+            .client
+            .key_password
+            .clone_from(&tls.client.key_password);
+    }
+    Ok(updated)
 }

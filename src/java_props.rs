@@ -59,7 +59,8 @@ pub fn config_to_properties(config: &Config, bound: SocketAddr) -> BTreeMap<Stri
 }
 
 /// The keys UPDATE_NAMESRV_CONFIG refuses: the fixed ones, `configBlackList` as configured at
-/// start, and (beyond Java) any key that names a file, path, directory or home.
+/// start, and (beyond Java) every `tls.*` key (no request may switch TLS off) and any key that
+/// names a file, path, directory or home.
 #[derive(Debug, Clone)]
 pub struct BlackList {
     keys: BTreeSet<String>,
@@ -84,6 +85,7 @@ impl BlackList {
     pub fn contains(&self, key: &str) -> bool {
         let lower = key.to_ascii_lowercase();
         self.keys.contains(key)
+            || lower.starts_with("tls.")
             || ["path", "file", "dir", "home"]
                 .iter()
                 .any(|w| lower.contains(w))
@@ -137,6 +139,8 @@ fn with_value(config: &Config, key: &JavaKey, text: &str) -> Result<Config, Java
         .try_into()
         .map_err(|e: toml::de::Error| value_error(key.java, text, e.to_string()))?;
     updated.java_extra.clone_from(&config.java_extra);
+    // Not serialized (its passwords never are), and no update may change it (black list).
+    updated.tls.clone_from(&config.tls);
     Ok(updated)
 }
 
@@ -240,7 +244,7 @@ mod tests {
                         _ => "true",
                     },
                     Kind::Count | Kind::Millis | Kind::Seconds => "7",
-                    Kind::Path | Kind::Text => "probe",
+                    Kind::Path | Kind::Text | Kind::Lower => "probe",
                 };
                 let updated = with_value(&config, key, probe).unwrap();
                 assert_ne!(updated, config, "{} must change something", key.java);
@@ -275,6 +279,8 @@ mod tests {
             "rocketmqHome",
             "orderMessageEnable",
             "tls.server.certPath",
+            "tls.server.mode",
+            "TLS.ENABLE",
             "storePathRootDir",
             "logFile",
         ] {

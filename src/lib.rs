@@ -56,4 +56,5 @@ pub mod server;
 pub use rmq_actors as actors;
 pub use rmq_protocol as protocol;
 pub use rmq_tools as tools;
+pub use rmq_transport as transport;
 pub use server::{NameServer, NameServerHandle, StartError};

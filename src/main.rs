@@ -10,7 +10,7 @@ use clap::{Parser, Subcommand};
 use rmq_namesrv::config::{Config, Overrides};
 use rmq_namesrv::tools::admin::AdminArgs;
 use rmq_namesrv::NameServer;
-use tracing::{error, info};
+use tracing::{error, info, warn};
 
 /// An Apache RocketMQ NameServer (a drop-in for mqnamesrv).
 ///
@@ -108,31 +108,38 @@ async fn run(config: Config) -> Result<(), rmq_namesrv::StartError> {
     // The one line on stdout: scripts wait for it (logs go to stderr).
     println!("rmq-namesrv listening on {}", server.local_addr());
     let _ = std::io::stdout().flush();
-    shutdown_signal().await;
+    wait_for_signals(&server).await;
     info!("shutdown signal received, stopping");
     server.stop().await;
     Ok(())
 }
 
-/// Resolves on SIGINT or SIGTERM.
-async fn shutdown_signal() {
+/// Serves signals until SIGINT or SIGTERM: SIGHUP reloads the TLS certificates.
+async fn wait_for_signals(server: &rmq_namesrv::NameServerHandle) {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{signal, SignalKind};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = term.recv() => {}
-                }
-            }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
+        let (Ok(mut term), Ok(mut hup)) = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::hangup()),
+        ) else {
+            let _ = tokio::signal::ctrl_c().await;
+            return;
+        };
+        loop {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => return,
+                _ = term.recv() => return,
+                _ = hup.recv() => match server.reload_tls().await {
+                    Ok(what) => info!(outcome = %what, "SIGHUP: TLS reload"),
+                    Err(why) => warn!(reason = %why, "SIGHUP: TLS not reloaded"),
+                },
             }
         }
     }
     #[cfg(not(unix))]
     {
+        let _ = server;
         let _ = tokio::signal::ctrl_c().await;
     }
 }

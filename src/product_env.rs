@@ -1,6 +1,7 @@
 //! Cluster-test mode: `ProductEnv` looks up routes the local tables do not have on the product
 //! environment's NameServers (Java 4.x `ClusterTestRequestProcessor`).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use actix::prelude::*;
@@ -12,20 +13,29 @@ use rmq_protocol::{RemotingCommand, RequestCode, ResponseCode};
 use tracing::{debug, info};
 
 use rmq_tools::client::Client;
+use rustls::ClientConfig;
 
 /// The product-environment lookup actor.
 pub struct ProductEnv {
     name: String,
     addrs: Vec<String>,
     timeout: Duration,
+    /// TLS of the lookups (Java: `tls.enable`, `tls.client.*`).
+    tls: Option<Arc<ClientConfig>>,
 }
 
 impl ProductEnv {
-    pub fn new(name: String, addrs: Vec<String>, timeout: Duration) -> Self {
+    pub fn new(
+        name: String,
+        addrs: Vec<String>,
+        timeout: Duration,
+        tls: Option<Arc<ClientConfig>>,
+    ) -> Self {
         Self {
             name,
             addrs,
             timeout,
+            tls,
         }
     }
 }
@@ -41,7 +51,12 @@ impl Actor for ProductEnv {
 impl Supervised for ProductEnv {}
 
 /// Asks each address in turn; the first route found wins.
-async fn lookup(addrs: Vec<String>, topic: String, timeout: Duration) -> Option<TopicRouteData> {
+async fn lookup(
+    addrs: Vec<String>,
+    topic: String,
+    timeout: Duration,
+    tls: Option<Arc<ClientConfig>>,
+) -> Option<TopicRouteData> {
     let header = GetRouteInfoHeader {
         topic: Some(topic.clone()),
         ..GetRouteInfoHeader::default()
@@ -49,7 +64,7 @@ async fn lookup(addrs: Vec<String>, topic: String, timeout: Duration) -> Option<
     for addr in addrs {
         let request = RemotingCommand::request(RequestCode::GET_ROUTEINFO_BY_TOPIC)
             .with_ext_fields(header.to_ext());
-        let response = match Client::connect(&addr, timeout).await {
+        let response = match Client::connect_with(&addr, timeout, tls.as_ref()).await {
             Ok(mut client) => client.request(request).await,
             Err(err) => Err(err),
         };
@@ -78,6 +93,11 @@ impl Handler<LookupProductEnvRoute> for ProductEnv {
     type Result = ResponseFuture<Option<TopicRouteData>>;
 
     fn handle(&mut self, msg: LookupProductEnvRoute, _: &mut Context<Self>) -> Self::Result {
-        Box::pin(lookup(self.addrs.clone(), msg.topic, self.timeout))
+        Box::pin(lookup(
+            self.addrs.clone(),
+            msg.topic,
+            self.timeout,
+            self.tls.clone(),
+        ))
     }
 }

@@ -1,6 +1,7 @@
 //! `NameServer`: starts the actor system on a listening socket and returns a handle to it.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
@@ -8,8 +9,14 @@ use rmq_actors::dispatch::Services;
 use rmq_actors::housekeeping::Housekeeping;
 use rmq_actors::kv::{KvError, KvStore, KvTables};
 use rmq_actors::listener::{Listener, ListenerSetup};
-use rmq_actors::messages::{CloseAll, FlushKv, OpenConnections, StopAccepting};
+use rmq_actors::messages::{
+    CloseAll, FlushKv, ListConnections, OpenConnection, OpenConnections, ReloadTls, StopAccepting,
+};
 use rmq_actors::registry::RouteRegistry;
+use rmq_actors::tls_reload::TlsReloader;
+use rmq_transport::front_door::FrontDoor;
+use rmq_transport::server::{server_config, TlsError};
+use rmq_transport::TlsMode;
 use tracing::{info, warn};
 
 use crate::config::{expand_home, Config};
@@ -32,6 +39,8 @@ pub enum StartError {
     Listener(#[source] std::io::Error),
     #[error(transparent)]
     Kv(#[from] KvError),
+    #[error("TLS: {0}")]
+    Tls(#[from] TlsError),
     #[error("no actix System is running; start the NameServer from inside one")]
     NoSystem,
 }
@@ -77,6 +86,11 @@ impl NameServer {
             .set_nonblocking(true)
             .map_err(StartError::Listener)?;
         let listener = tokio::net::TcpListener::from_std(listener).map_err(StartError::Listener)?;
+        // A certificate that cannot be used stops start-up, naming its file.
+        let server_tls = match config.tls.mode {
+            TlsMode::Disabled => None,
+            _ => server_config(&config.tls)?,
+        };
         let local_addr = listener.local_addr().map_err(StartError::Listener)?;
 
         let registry_arbiter = Arbiter::new();
@@ -113,20 +127,37 @@ impl NameServer {
             RuntimeConfig::new(rc_config.clone(), local_addr, rc_routes.clone().recipient())
         });
 
+        let client_tls = if config.tls.client.enable {
+            Some(rmq_transport::client::client_config(&config.tls.client)?)
+        } else {
+            None
+        };
         let product_env = config.cluster_test.enabled.then(|| {
             let name = config.cluster_test.product_env_name.clone();
             let addrs = config.cluster_test.product_env_addrs();
             Supervisor::start(move |_| {
-                ProductEnv::new(name.clone(), addrs.clone(), PRODUCT_ENV_TIMEOUT)
+                ProductEnv::new(
+                    name.clone(),
+                    addrs.clone(),
+                    PRODUCT_ENV_TIMEOUT,
+                    client_tls.clone(),
+                )
             })
             .recipient()
         });
 
+        let front_door = FrontDoor {
+            mode: config.tls.mode,
+            tls: server_tls.as_ref().map(|t| Arc::clone(&t.config)),
+            proxy: Arc::new(config.proxy_protocol.clone()),
+            handshake_timeout: config.tls.handshake_timeout,
+        };
         let workers: Vec<Arbiter> = (0..config.server.worker_count())
             .map(|_| Arbiter::new())
             .collect();
         let listener = Listener::new(ListenerSetup {
             listener,
+            front_door,
             workers: workers.iter().map(Arbiter::handle).collect(),
             settings: config.server.clone(),
             services: Services {
@@ -140,7 +171,27 @@ impl NameServer {
             },
         })
         .start();
-        info!(addr = %local_addr, workers = workers.len(), "name server started");
+        let tls_reloader = (config.tls.mode != TlsMode::Disabled).then(|| {
+            let base = config.tls.clone();
+            let settings = config.tls.clone();
+            let listeners = vec![listener.clone().recipient()];
+            Supervisor::start(move |_| {
+                let base = base.clone();
+                TlsReloader::new(
+                    Arc::new(move || crate::java_keys::tls_with_config_file(&base)),
+                    settings.clone(),
+                    listeners.clone(),
+                )
+            })
+        });
+        info!(
+            addr = %local_addr,
+            workers = workers.len(),
+            tls = ?config.tls.mode,
+            certificate = server_tls.as_ref().map_or("none", |t| t.source.as_str()),
+            proxy_protocol = ?config.proxy_protocol.mode,
+            "name server started"
+        );
 
         let mut arbiters = workers;
         arbiters.push(registry_arbiter);
@@ -150,6 +201,7 @@ impl NameServer {
             kv,
             housekeeping,
             listener,
+            tls_reloader,
             arbiters,
             shutdown_grace: config.server.shutdown_grace,
         })
@@ -163,6 +215,7 @@ pub struct NameServerHandle {
     kv: Addr<KvStore>,
     housekeeping: Addr<Housekeeping>,
     listener: Addr<Listener>,
+    tls_reloader: Option<Addr<TlsReloader>>,
     arbiters: Vec<Arbiter>,
     shutdown_grace: Duration,
 }
@@ -191,6 +244,22 @@ impl NameServerHandle {
     /// Number of open connections.
     pub async fn open_connections(&self) -> usize {
         self.housekeeping.send(OpenConnections).await.unwrap_or(0)
+    }
+
+    /// The open connections, with their clients (PROXY-header addresses where given).
+    pub async fn connections(&self) -> Vec<OpenConnection> {
+        self.housekeeping
+            .send(ListConnections)
+            .await
+            .unwrap_or_default()
+    }
+
+    /// Reloads the TLS certificates now (what SIGHUP does); answers what happened.
+    pub async fn reload_tls(&self) -> Result<String, String> {
+        match &self.tls_reloader {
+            Some(reloader) => reloader.send(ReloadTls).await.map_err(|e| e.to_string())?,
+            None => Err("TLS is disabled".to_owned()),
+        }
     }
 
     /// Stops accepting, closes every connection (waiting up to `server.shutdown_grace`), waits

@@ -170,6 +170,7 @@ async fn several_name_servers_in_one_process() {
         topics: vec!["T1".into(), "T2".into()],
         interval: Duration::from_millis(10),
         timeout: TIMEOUT,
+        tls: None,
     });
     let queried = eventually(TIMEOUT, || async { client.stats().found >= 10 }).await;
     assert!(queried, "{:?}", client.stats());

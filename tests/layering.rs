@@ -17,7 +17,7 @@ const ACTORS: Ladder = Ladder {
         &["settings"],
         &["messages"],
         &["registry", "response"],
-        &["kv", "housekeeping"],
+        &["kv", "housekeeping", "tls_reload"],
         &["dispatch"],
         &["registration"],
         &["connection"],
@@ -38,7 +38,17 @@ const DAEMON: Ladder = Ladder {
 
 const TOOLS: Ladder = Ladder {
     src: "tools/src",
-    rungs: &[&["client", "broker"], &["sim", "admin"]],
+    rungs: &[&["client", "broker", "tls_args"], &["sim", "admin"]],
+};
+
+const TRANSPORT: Ladder = Ladder {
+    src: "transport/src",
+    rungs: &[
+        &["settings"],
+        &["pem", "proxy"],
+        &["server"],
+        &["client", "front_door"],
+    ],
 };
 
 /// The module a file belongs to: its first path segment under `src` (`route/tables.rs` ->
@@ -140,6 +150,12 @@ fn daemon_imports_point_down_the_ladder() {
 #[test]
 fn tools_imports_point_down_the_ladder() {
     let wrong = check(&TOOLS);
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+#[test]
+fn transport_imports_point_down_the_ladder() {
+    let wrong = check(&TRANSPORT);
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
 

@@ -36,7 +36,10 @@ fn frame(length: i32, word: u32, rest: &[u8]) -> Vec<u8> {
 
 #[actix::test]
 async fn malformed_frames_close_only_their_connection() {
-    let server = start_server(test_config());
+    // A plaintext-only port: a TLS ClientHello is one more malformed frame here.
+    let mut config = test_config();
+    config.tls.mode = rmq_namesrv::config::TlsMode::Disabled;
+    let server = start_server(config);
     let addr = server.local_addr();
 
     // A healthy broker and client stay connected throughout.

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 use rmq_protocol::{FrameError, LanguageCode, RemotingCodec, RemotingCommand};
-use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::io::AsyncWrite;
 use tokio_util::codec::FramedRead;
 use tracing::{debug, info, info_span, warn, Span};
 
@@ -23,10 +23,7 @@ use crate::response::{system_error, IntoResponse};
 use crate::route::ConnId;
 use crate::settings::ServerSettings;
 
-/// The read half of a connection's stream.
-pub type BoxedRead = Box<dyn AsyncRead + Unpin>;
-/// The write half of a connection's stream.
-pub type BoxedWrite = Box<dyn AsyncWrite + Unpin>;
+pub use rmq_transport::front_door::{BoxedRead, BoxedWrite};
 
 /// Where and how to send the answer to one request.
 #[derive(Debug, Clone, Copy)]
@@ -39,7 +36,9 @@ struct ReplyTo {
 /// One connection. See the module docs.
 pub struct Connection {
     id: ConnId,
+    /// The client: the address of its PROXY header, or the socket's peer.
     peer: SocketAddr,
+    tls: bool,
     services: Rc<Services>,
     /// Told when the connection stops, to free its slot.
     listener: Recipient<ConnectionClosed>,
@@ -56,10 +55,13 @@ pub struct Connection {
 }
 
 impl Connection {
-    /// Starts a connection actor on the current arbiter over the two halves of a stream.
+    /// Starts a connection actor on the current arbiter over the two halves of a stream, from
+    /// `peer` (with `tls` when the stream is TLS).
+    #[allow(clippy::too_many_arguments)]
     pub fn start(
         id: ConnId,
         peer: SocketAddr,
+        tls: bool,
         read: BoxedRead,
         write: BoxedWrite,
         services: Rc<Services>,
@@ -72,6 +74,7 @@ impl Connection {
             Connection {
                 id,
                 peer,
+                tls,
                 services,
                 listener,
                 settings,
@@ -81,7 +84,7 @@ impl Connection {
                 flushing: false,
                 in_flight: 0,
                 last_activity: Instant::now(),
-                span: info_span!("conn", conn = %id, peer = %peer),
+                span: info_span!("conn", conn = %id, peer = %peer, tls),
             }
         })
     }
@@ -255,6 +258,8 @@ impl Actor for Connection {
         debug!(parent: &self.span, "connection opened");
         self.services.opened.do_send(ConnectionOpened {
             conn: self.id,
+            peer: self.peer,
+            tls: self.tls,
             close: ctx.address().recipient(),
         });
         if let Some(idle_timeout) = self.settings.idle_timeout() {
@@ -306,29 +311,45 @@ impl ActorFuture<Connection> for Flush {
         task: &mut std::task::Context<'_>,
     ) -> Poll<()> {
         let Connection { write, outbox, .. } = act;
-        while !outbox.is_empty() {
-            let mut slices = [IoSlice::new(&[]); MAX_SLICES];
-            let n = outbox.slices(&mut slices);
-            match Pin::new(&mut *write).poll_write_vectored(task, &slices[..n]) {
-                Poll::Ready(Ok(0)) => {
-                    debug!(parent: &act.span, "peer stopped reading, closing");
-                    act.outbox.clear();
-                    act.flushing = false;
-                    ctx.stop();
-                    return Poll::Ready(());
+        loop {
+            while !outbox.is_empty() {
+                let mut slices = [IoSlice::new(&[]); MAX_SLICES];
+                let n = outbox.slices(&mut slices);
+                match Pin::new(&mut *write).poll_write_vectored(task, &slices[..n]) {
+                    Poll::Ready(Ok(0)) => {
+                        debug!(parent: &act.span, "peer stopped reading, closing");
+                        return act.abandon(ctx);
+                    }
+                    Poll::Ready(Ok(written)) => outbox.consume(written),
+                    Poll::Ready(Err(err)) => {
+                        debug!(parent: &act.span, error = %err, "write failed, closing");
+                        return act.abandon(ctx);
+                    }
+                    Poll::Pending => return Poll::Pending,
                 }
-                Poll::Ready(Ok(written)) => outbox.consume(written),
+            }
+            // A TLS stream may still hold records; a TCP stream answers at once.
+            match Pin::new(&mut *write).poll_flush(task) {
+                Poll::Ready(Ok(())) if outbox.is_empty() => break,
+                Poll::Ready(Ok(())) => continue,
                 Poll::Ready(Err(err)) => {
-                    debug!(parent: &act.span, error = %err, "write failed, closing");
-                    act.outbox.clear();
-                    act.flushing = false;
-                    ctx.stop();
-                    return Poll::Ready(());
+                    debug!(parent: &act.span, error = %err, "flush failed, closing");
+                    return act.abandon(ctx);
                 }
                 Poll::Pending => return Poll::Pending,
             }
         }
         act.flushing = false;
+        Poll::Ready(())
+    }
+}
+
+impl Connection {
+    /// Gives up writing: drops what is queued and stops.
+    fn abandon(&mut self, ctx: &mut Context<Self>) -> Poll<()> {
+        self.outbox.clear();
+        self.flushing = false;
+        ctx.stop();
         Poll::Ready(())
     }
 }

@@ -10,10 +10,16 @@ use tokio::sync::oneshot;
 use tracing::{debug, info, warn};
 
 use crate::messages::{
-    ChannelClosed, CloseAll, CloseConnection, ConnectionClosed, ConnectionOpened, OpenConnections,
-    RunScan, ScanInactive,
+    ChannelClosed, CloseAll, CloseConnection, ConnectionClosed, ConnectionOpened, ListConnections,
+    OpenConnection, OpenConnections, RunScan, ScanInactive,
 };
 use crate::route::{ConnId, ExpiredBroker};
+
+/// What Housekeeping knows of an open connection.
+struct Open {
+    info: OpenConnection,
+    close: Recipient<CloseConnection>,
+}
 
 /// The housekeeping actor.
 pub struct Housekeeping {
@@ -22,7 +28,7 @@ pub struct Housekeeping {
     channel_closed: Recipient<ChannelClosed>,
     scan_interval: Duration,
     /// Open connections, to close them on expiry or shutdown.
-    connections: HashMap<ConnId, Recipient<CloseConnection>>,
+    connections: HashMap<ConnId, Open>,
     /// `CloseAll` callers waiting for the last connection to stop.
     drain_waiters: Vec<oneshot::Sender<usize>>,
     /// Set by `CloseAll`: the server is stopping, no more scans.
@@ -71,8 +77,8 @@ impl Housekeeping {
 
     fn close_expired(&mut self, expired: &[ExpiredBroker]) {
         for broker in expired {
-            if let Some(conn) = self.connections.get(&broker.conn) {
-                conn.do_send(CloseConnection {
+            if let Some(open) = self.connections.get(&broker.conn) {
+                open.close.do_send(CloseConnection {
                     reason: "broker heartbeat expired",
                 });
             }
@@ -110,7 +116,18 @@ impl Handler<ConnectionOpened> for Housekeeping {
     type Result = ();
 
     fn handle(&mut self, msg: ConnectionOpened, _: &mut Context<Self>) {
-        self.connections.insert(msg.conn, msg.close);
+        let info = OpenConnection {
+            conn: msg.conn,
+            peer: msg.peer,
+            tls: msg.tls,
+        };
+        self.connections.insert(
+            msg.conn,
+            Open {
+                info,
+                close: msg.close,
+            },
+        );
     }
 }
 
@@ -143,6 +160,17 @@ impl Handler<OpenConnections> for Housekeeping {
     }
 }
 
+impl Handler<ListConnections> for Housekeeping {
+    type Result = Vec<OpenConnection>;
+
+    fn handle(&mut self, _: ListConnections, _: &mut Context<Self>) -> Vec<OpenConnection> {
+        let mut list: Vec<OpenConnection> =
+            self.connections.values().map(|o| o.info.clone()).collect();
+        list.sort_by_key(|o| o.conn);
+        list
+    }
+}
+
 impl Handler<CloseAll> for Housekeeping {
     type Result = ResponseFuture<usize>;
 
@@ -150,8 +178,8 @@ impl Handler<CloseAll> for Housekeeping {
         self.stopping = true;
         let open = self.connections.len();
         debug!(open, "closing all connections");
-        for conn in self.connections.values() {
-            conn.do_send(CloseConnection {
+        for open in self.connections.values() {
+            open.close.do_send(CloseConnection {
                 reason: "server stopping",
             });
         }

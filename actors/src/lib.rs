@@ -23,3 +23,4 @@ pub mod registry;
 pub mod response;
 pub mod route;
 pub mod settings;
+pub mod tls_reload;

@@ -16,9 +16,11 @@ use futures_util::Stream;
 use tokio::net::{TcpListener, TcpStream};
 use tracing::{debug, error, info, warn};
 
-use crate::connection::{BoxedRead, BoxedWrite, Connection};
+use rmq_transport::front_door::{FrontDoor, Refused};
+
+use crate::connection::Connection;
 use crate::dispatch::Services;
-use crate::messages::{ConnectionClosed, StopAccepting};
+use crate::messages::{ConnectionClosed, StopAccepting, TlsConfigChanged};
 use crate::route::ConnId;
 use crate::settings::ServerSettings;
 
@@ -88,6 +90,8 @@ impl<A: Accept + Unpin> Stream for Incoming<A> {
 /// Everything a listener needs to start connections.
 pub struct ListenerSetup {
     pub listener: TcpListener,
+    /// PROXY header and TLS handling of new connections.
+    pub front_door: FrontDoor,
     /// Arbiters that run connection actors; empty means the listener's own.
     pub workers: Vec<ArbiterHandle>,
     /// `max_connections` and every connection's limits.
@@ -105,6 +109,7 @@ pub struct Listener {
     next_worker: usize,
     next_id: u64,
     open: usize,
+    front_door: FrontDoor,
     settings: ServerSettings,
     services: Services,
 }
@@ -119,6 +124,7 @@ impl Listener {
             next_worker: 0,
             next_id: 0,
             open: 0,
+            front_door: setup.front_door,
             settings: setup.settings,
             services: setup.services,
         }
@@ -135,11 +141,16 @@ impl Listener {
         if let Err(err) = stream.set_nodelay(true) {
             debug!(peer = %peer, error = %err, "cannot set TCP_NODELAY");
         }
-        let services = self.services.clone();
-        let listener: Recipient<ConnectionClosed> = ctx.address().recipient();
-        let settings = self.settings.clone();
+        let admission = Admission {
+            id,
+            peer,
+            front_door: self.front_door.clone(),
+            services: self.services.clone(),
+            listener: ctx.address().recipient(),
+            settings: self.settings.clone(),
+        };
         if self.workers.is_empty() {
-            start_connection(id, peer, stream, services, listener, settings);
+            actix_rt::spawn(admission.run(stream));
             return;
         }
         let worker = &self.workers[self.next_worker % self.workers.len()];
@@ -149,12 +160,10 @@ impl Listener {
             Ok(std_stream) => {
                 let spawned = worker.spawn(async move {
                     match TcpStream::from_std(std_stream) {
-                        Ok(stream) => {
-                            start_connection(id, peer, stream, services, listener, settings)
-                        }
+                        Ok(stream) => admission.run(stream).await,
                         Err(err) => {
                             warn!(peer = %peer, error = %err, "cannot adopt accepted socket");
-                            listener.do_send(ConnectionClosed { conn: id });
+                            admission.listener.do_send(ConnectionClosed { conn: id });
                         }
                     }
                 });
@@ -171,26 +180,55 @@ impl Listener {
     }
 }
 
-fn start_connection(
+/// A new connection on its way in: through the front door (PROXY header, TLS), then its
+/// Connection actor starts on the current arbiter.
+struct Admission {
     id: ConnId,
     peer: SocketAddr,
-    stream: TcpStream,
+    front_door: FrontDoor,
     services: Services,
     listener: Recipient<ConnectionClosed>,
     settings: ServerSettings,
-) {
-    let (read, write) = stream.into_split();
-    let read: BoxedRead = Box::new(read);
-    let write: BoxedWrite = Box::new(write);
-    Connection::start(
-        id,
-        peer,
-        read,
-        write,
-        Rc::new(services),
-        listener,
-        Rc::new(settings),
-    );
+}
+
+impl Admission {
+    async fn run(self, stream: TcpStream) {
+        let admitted = match self.front_door.admit(stream, self.peer).await {
+            Ok(admitted) => admitted,
+            Err(refused) => {
+                log_refusal(self.id, self.peer, &refused);
+                self.listener.do_send(ConnectionClosed { conn: self.id });
+                return;
+            }
+        };
+        if admitted.client != self.peer {
+            debug!(conn = %self.id, socket_peer = %self.peer, client = %admitted.client, "PROXY header names the client");
+        }
+        Connection::start(
+            self.id,
+            admitted.client,
+            admitted.tls,
+            admitted.read,
+            admitted.write,
+            Rc::new(self.services),
+            self.listener,
+            Rc::new(self.settings),
+        );
+    }
+}
+
+/// Policy refusals are warnings (an operator wants to see them); a client that closes before
+/// its first byte (a TCP health check) is not.
+fn log_refusal(conn: ConnId, peer: SocketAddr, refused: &Refused) {
+    match refused {
+        Refused::Closed | Refused::Io(_) => {
+            debug!(conn = %conn, peer = %peer, reason = %refused, "connection closed before its first frame")
+        }
+        Refused::Timeout(_) | Refused::Handshake(_) => {
+            info!(conn = %conn, peer = %peer, reason = %refused, "connection closed")
+        }
+        _ => warn!(conn = %conn, peer = %peer, reason = %refused, "connection refused"),
+    }
 }
 
 impl Actor for Listener {
@@ -227,6 +265,14 @@ impl Handler<ConnectionClosed> for Listener {
 
     fn handle(&mut self, _: ConnectionClosed, _: &mut Context<Self>) {
         self.open = self.open.saturating_sub(1);
+    }
+}
+
+impl Handler<TlsConfigChanged> for Listener {
+    type Result = ();
+
+    fn handle(&mut self, msg: TlsConfigChanged, _: &mut Context<Self>) {
+        self.front_door.tls = msg.config;
     }
 }
 

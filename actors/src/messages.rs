@@ -5,6 +5,8 @@
 //! becomes a wire response is the response module's concern. docs/actors.md lists who sends what to whom.
 
 use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Instant;
 
 use actix::prelude::*;
@@ -199,8 +201,25 @@ pub struct ChannelClosed {
 #[rtype(result = "()")]
 pub struct ConnectionOpened {
     pub conn: ConnId,
+    /// The client: the address of its PROXY header, or the socket's peer.
+    pub peer: SocketAddr,
+    pub tls: bool,
     /// Where to ask the connection to close.
     pub close: Recipient<CloseConnection>,
+}
+
+/// The open connections, by number.
+#[derive(Debug, Message)]
+#[rtype(result = "Vec<OpenConnection>")]
+pub struct ListConnections;
+
+/// One open connection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpenConnection {
+    pub conn: ConnId,
+    /// The client: the address of its PROXY header, or the socket's peer.
+    pub peer: SocketAddr,
+    pub tls: bool,
 }
 
 /// A connection stopped.
@@ -234,6 +253,22 @@ pub struct OpenConnections;
 #[derive(Debug, Message)]
 #[rtype(result = "()")]
 pub struct StopAccepting;
+
+// ---------------------------------------------------------------------------------------------
+// TLS: TlsReloader -> Listener; the daemon (SIGHUP) -> TlsReloader.
+
+/// A new TLS server configuration for the connections that arrive from now on (`None`: no
+/// certificate to serve).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct TlsConfigChanged {
+    pub config: Option<Arc<rustls::ServerConfig>>,
+}
+
+/// Reload the certificates now, changed or not (SIGHUP). Answers what happened.
+#[derive(Debug, Message)]
+#[rtype(result = "Result<String, String>")]
+pub struct ReloadTls;
 
 // ---------------------------------------------------------------------------------------------
 // Configuration and KV -> RouteRegistry.

@@ -13,19 +13,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::route::{RouteOptions, DEFAULT_BROKER_EXPIRY, DEFAULT_ROUTE_CACHE_BYTES};
 
-/// A setting whose value cannot be used: `key` is its dotted name in `config.toml`.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid value for `{key}`: {reason}")]
-pub struct InvalidSetting {
-    pub key: &'static str,
-    pub reason: String,
-}
+pub use rmq_transport::InvalidSetting;
 
 fn invalid(key: &'static str, reason: impl Into<String>) -> InvalidSetting {
-    InvalidSetting {
-        key,
-        reason: reason.into(),
-    }
+    InvalidSetting::new(key, reason)
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,12 +1,15 @@
 //! A small async client of the remoting protocol: enough for the admin CLI, the dev cluster's
-//! simulated brokers and clients, and the tests. Works against any NameServer (ours or Java's).
+//! simulated brokers and clients, and the tests. Works against any NameServer (ours or Java's),
+//! in plaintext or over TLS.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
 use rmq_protocol::{FrameError, RemotingCodec, RemotingCommand};
-use tokio::net::TcpStream;
+use rmq_transport::client::{connect, ClientStream};
+use rustls::ClientConfig;
 use tokio_util::codec::Framed;
 
 /// Why a request got no response.
@@ -28,23 +31,31 @@ pub enum ClientError {
 
 /// One connection to a NameServer. Requests are numbered with increasing opaques.
 pub struct Client {
-    framed: Framed<TcpStream, RemotingCodec>,
+    framed: Framed<ClientStream, RemotingCodec>,
     next_opaque: i32,
     timeout: Duration,
 }
 
 impl Client {
-    /// Connects within `timeout`, which also bounds every later request.
+    /// Connects in plaintext within `timeout`, which also bounds every later request.
     pub async fn connect(addr: &str, timeout: Duration) -> Result<Self, ClientError> {
-        let connect = TcpStream::connect(addr);
-        let stream = tokio::time::timeout(timeout, connect)
+        Self::connect_with(addr, timeout, None).await
+    }
+
+    /// Connects within `timeout` (the TLS handshake included, with `tls`), which also bounds
+    /// every later request.
+    pub async fn connect_with(
+        addr: &str,
+        timeout: Duration,
+        tls: Option<&Arc<ClientConfig>>,
+    ) -> Result<Self, ClientError> {
+        let stream = tokio::time::timeout(timeout, connect(addr, tls))
             .await
             .map_err(|_| ClientError::Timeout(timeout))?
             .map_err(|source| ClientError::Connect {
                 addr: addr.to_owned(),
                 source,
             })?;
-        let _ = stream.set_nodelay(true);
         Ok(Self {
             framed: Framed::new(stream, RemotingCodec::default()),
             next_opaque: 1,
@@ -53,7 +64,15 @@ impl Client {
     }
 
     pub fn peer_addr(&self) -> Option<SocketAddr> {
-        self.framed.get_ref().peer_addr().ok()
+        self.framed.get_ref().tcp().peer_addr().ok()
+    }
+
+    /// The certificate chain the server presented (TLS only).
+    pub fn peer_certificates(&self) -> Option<Vec<Vec<u8>>> {
+        self.framed
+            .get_ref()
+            .peer_certificates()
+            .map(|chain| chain.iter().map(|c| c.as_ref().to_vec()).collect())
     }
 
     /// Sends `request` with a fresh opaque and waits for the response carrying it.

@@ -5,9 +5,11 @@
 //!   and 4.x forms, UNREGISTER_BROKER, BROKER_HEARTBEAT, QUERY_DATA_VERSION), built one way for
 //!   the tests, the simulated brokers and the load generator;
 //! - [`sim`]: simulated brokers and clients that keep talking to NameServers (the dev cluster);
-//! - [`admin`]: `rmq-namesrv admin`, mqadmin's NameServer commands.
+//! - [`admin`]: `rmq-namesrv admin`, mqadmin's NameServer commands;
+//! - [`tls_args`]: the `--tls...` options of every tool.
 
 pub mod admin;
 pub mod broker;
 pub mod client;
 pub mod sim;
+pub mod tls_args;

@@ -6,10 +6,12 @@
 //! failures, and answers nothing else. A [`SimClient`] asks a random NameServer for the route of a
 //! random topic every `interval`. Both run as tasks on the current actix arbiter.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures_util::future::join_all;
 use rmq_protocol::{RemotingCommand, RequestCode, ResponseCode};
+use rustls::ClientConfig;
 use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
 
@@ -27,6 +29,8 @@ pub struct SimBrokerSpec {
     pub heartbeat_interval: Option<Duration>,
     /// Connect and request timeout.
     pub timeout: Duration,
+    /// Connect with TLS (`None`: plaintext).
+    pub tls: Option<Arc<ClientConfig>>,
 }
 
 impl SimBrokerSpec {
@@ -46,6 +50,7 @@ impl SimBrokerSpec {
             register_interval: Duration::from_secs(30),
             heartbeat_interval: None,
             timeout: Duration::from_secs(3),
+            tls: None,
         }
     }
 }
@@ -76,11 +81,11 @@ impl Link {
     async fn request(
         &mut self,
         request: RemotingCommand,
-        timeout: Duration,
+        spec: &SimBrokerSpec,
     ) -> Result<RemotingCommand, String> {
         if self.client.is_none() {
             self.client = Some(
-                Client::connect(&self.status.addr, timeout)
+                Client::connect_with(&self.status.addr, spec.timeout, spec.tls.as_ref())
                     .await
                     .map_err(|e| e.to_string())?,
             );
@@ -99,7 +104,7 @@ impl Link {
     }
 
     async fn register(&mut self, spec: &SimBrokerSpec) {
-        match self.request(spec.broker.register(), spec.timeout).await {
+        match self.request(spec.broker.register(), spec).await {
             Ok(resp) if resp.response_code() == ResponseCode::SUCCESS => {
                 self.status.registrations += 1;
                 self.status.last_registered = Some(Instant::now());
@@ -213,7 +218,7 @@ async fn run_broker(
                 if graceful.unwrap_or(false) {
                     // A real broker unregisters from each NameServer in turn.
                     for link in &mut links {
-                        let _ = link.request(spec.broker.unregister(), spec.timeout).await;
+                        let _ = link.request(spec.broker.unregister(), &spec).await;
                     }
                 }
                 return;
@@ -230,6 +235,8 @@ pub struct SimClientSpec {
     pub topics: Vec<String>,
     pub interval: Duration,
     pub timeout: Duration,
+    /// Connect with TLS (`None`: plaintext).
+    pub tls: Option<Arc<ClientConfig>>,
 }
 
 /// Route queries of a simulated client so far.
@@ -283,7 +290,7 @@ async fn run_client(
             let started = Instant::now();
             let request = RemotingCommand::request(RequestCode::GET_ROUTEINFO_BY_TOPIC)
                 .with_ext("topic", topic.clone());
-            let result = match Client::connect(addr, spec.timeout).await {
+            let result = match Client::connect_with(addr, spec.timeout, spec.tls.as_ref()).await {
                 Ok(mut client) => client.request(request).await.map_err(|e| e.to_string()),
                 Err(err) => Err(err.to_string()),
             };

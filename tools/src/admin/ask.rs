@@ -2,9 +2,11 @@
 //! first NameServer that answers, a write to every NameServer at once, each reported on its own
 //! line.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use rmq_protocol::RemotingCommand;
+use rustls::ClientConfig;
 use serde_json::{json, Value};
 
 use super::report::{failure_entry, json_line, AdminError, Answer, Cause, Report};
@@ -16,16 +18,19 @@ pub(super) struct Ask<'a> {
     addrs: &'a [String],
     timeout: Duration,
     json: bool,
+    tls: Option<Arc<ClientConfig>>,
 }
 
 impl<'a> Ask<'a> {
-    /// The NameServers, timeout and output format of `target`.
-    pub(super) fn new(target: &'a Target) -> Self {
-        Self {
+    /// The NameServers, timeout, TLS and output format of `target`; an unusable TLS file is an
+    /// error naming it.
+    pub(super) fn new(target: &'a Target) -> Result<Self, String> {
+        Ok(Self {
             addrs: target.namesrv.addrs(),
             timeout: target.timeout,
             json: target.json,
-        }
+            tls: target.tls.client_config()?,
+        })
     }
 
     /// Sends `request` to one NameServer and waits for its response.
@@ -34,7 +39,7 @@ impl<'a> Ask<'a> {
         addr: &str,
         request: RemotingCommand,
     ) -> Result<RemotingCommand, Cause> {
-        let mut client = Client::connect(addr, self.timeout)
+        let mut client = Client::connect_with(addr, self.timeout, self.tls.as_ref())
             .await
             .map_err(|e| Cause::from_client(&e))?;
         client

@@ -37,6 +37,8 @@ use std::time::Duration;
 
 use clap::Args;
 
+use crate::tls_args::TlsArgs;
+
 mod ask;
 mod cluster;
 mod command;
@@ -99,6 +101,8 @@ pub struct Target {
     /// Print one JSON document on stdout instead of text.
     #[arg(long, global = true)]
     pub json: bool,
+    #[command(flatten)]
+    pub tls: TlsArgs,
 }
 
 /// A non-empty list of `host:port` NameServer addresses, in the order given.
@@ -149,7 +153,16 @@ pub async fn run(args: AdminArgs) -> ExitCode {
 
 /// Runs the command against the NameServers of `args` and returns what to print.
 pub async fn execute(args: &AdminArgs) -> Report {
-    let ask = Ask::new(&args.target);
+    let ask = match Ask::new(&args.target) {
+        Ok(ask) => ask,
+        Err(reason) => {
+            return Report {
+                stdout: String::new(),
+                stderr: format!("rmq-namesrv admin: TLS: {reason}\n"),
+                exit: EXIT_USAGE,
+            }
+        }
+    };
     match &args.command {
         AdminCommand::ClusterList => cluster::cluster_list(&ask).await,
         AdminCommand::TopicRoute { topic } => topic::topic_route(&ask, topic).await,
