@@ -384,6 +384,94 @@ mod tests {
     }
 
     #[test]
+    fn java_tls_keys_load_from_properties_and_the_tls_config_file() {
+        let dir = std::env::temp_dir().join(format!("rmq-config-tls-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let tls_file = dir.join("tls.properties");
+        std::fs::write(
+            &tls_file,
+            "tls.server.need.client.auth=REQUIRE\ntls.server.trustCertPath=/pki/ca.pem\n\
+             tls.server.authClient=true\ntls.client.keyPassword=from-file\n",
+        )
+        .unwrap();
+        let path = dir.join("namesrv.properties");
+        std::fs::write(
+            &path,
+            format!(
+                "listenPort=19876\ntls.server.mode=Enforcing\ntls.server.certPath=/pki/s.pem\n\
+                 tls.server.keyPath=/pki/s.key\ntls.server.keyPassword=hunter2\n\
+                 tls.test.mode.enable=false\ntls.enable=true\ntls.config.file={}\n",
+                tls_file.display()
+            ),
+        )
+        .unwrap();
+        let config = Config::load(Some(&path), Vec::new(), &Overrides::default()).unwrap();
+        let tls = &config.tls;
+        assert_eq!(tls.mode, TlsMode::Enforcing);
+        assert_eq!(tls.cert_path.as_deref(), Some(Path::new("/pki/s.pem")));
+        assert_eq!(
+            tls.key_password.as_ref().map(|p| p.expose()),
+            Some("hunter2")
+        );
+        assert!(!tls.test_mode);
+        assert!(tls.client.enable);
+        // From the file tls.config.file names, which wins.
+        assert_eq!(tls.need_client_auth, ClientAuth::Require);
+        assert!(tls.auth_client);
+        assert_eq!(
+            tls.client.key_password.as_ref().map(|p| p.expose()),
+            Some("from-file")
+        );
+        // Passwords are never printed.
+        let printed = toml::to_string(&config).unwrap();
+        assert!(
+            !printed.contains("hunter2") && !printed.contains("from-file"),
+            "{printed}"
+        );
+        assert!(!format!("{config:?}").contains("hunter2"));
+        // A bad value names its Java key.
+        std::fs::write(&path, "tls.server.authClient=perhaps\n").unwrap();
+        let err = Config::load(Some(&path), Vec::new(), &Overrides::default()).unwrap_err();
+        assert!(err.to_string().contains("tls.server.authClient"), "{err}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn tls_and_proxy_checks_name_their_keys() {
+        let err = load(
+            Some("[tls]\ncert_path = \"/x.pem\"\n"),
+            &[],
+            &Overrides::default(),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("tls.key_path"), "{err}");
+        let err = load(
+            Some("[proxy_protocol]\nmode = \"required\"\n"),
+            &[],
+            &Overrides::default(),
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string().contains("proxy_protocol.trusted_networks"),
+            "{err}"
+        );
+        let err = load(
+            Some("[proxy_protocol]\nmode = \"optional\"\ntrusted_networks = [\"10.0.0.0/33\"]\n"),
+            &[],
+            &Overrides::default(),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("proxy_protocol"), "{err}");
+        let err = load(
+            Some("[tls]\nmode = \"sometimes\"\n"),
+            &[],
+            &Overrides::default(),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("tls"), "{err}");
+    }
+
+    #[test]
     fn cluster_test_needs_product_env_addresses() {
         let err = load(
             Some("[cluster_test]\nenabled = true\n"),

@@ -446,7 +446,8 @@ async fn write_permission_and_topic_deletion() {
 
 #[actix::test]
 async fn runtime_config_get_update_and_black_list() {
-    let config = test_config();
+    let mut config = test_config();
+    config.tls.key_password = Some(rmq_namesrv::transport::Secret::new("hunter2"));
     let store = config.kv.config_store_path.clone();
     let server = start_server(config);
     let mut conn = connect(&server).await;
@@ -467,6 +468,9 @@ async fn runtime_config_get_update_and_black_list() {
         "configBlackList=",
         "rocketmqHome=/",
         "tls.server.certPath=/x",
+        "tls.server.mode=disabled",
+        "tls.test.mode.enable=false",
+        "tls.enable=true",
         "enableTopicList=false\nkvConfigPath=/x",
     ] {
         let resp = conn.request(update_config(body)).await.unwrap();
@@ -477,7 +481,11 @@ async fn runtime_config_get_update_and_black_list() {
         );
     }
     assert!(!store.exists(), "a refused update writes nothing");
-    assert_eq!(get_config(&mut conn).await["enableTopicList"], "true");
+    let props = get_config(&mut conn).await;
+    assert_eq!(props["enableTopicList"], "true");
+    // TLS settings are not shown (Java does not either), the key password least of all.
+    assert!(props.keys().all(|k| !k.starts_with("tls.")), "{props:?}");
+    assert!(props.values().all(|v| !v.contains("hunter2")));
 
     // Bad values and bad text: SYSTEM_ERROR, nothing changes.
     let resp = conn
@@ -527,7 +535,12 @@ async fn runtime_config_get_update_and_black_list() {
         !props.contains_key("notAKey"),
         "unknown keys are ignored, as in Java"
     );
-    let saved = properties::parse(&std::fs::read_to_string(&store).unwrap()).unwrap();
+    let saved_text = std::fs::read_to_string(&store).unwrap();
+    assert!(
+        !saved_text.contains("hunter2"),
+        "no password in the config store"
+    );
+    let saved = properties::parse(&saved_text).unwrap();
     assert_eq!(saved["enableAllTopicList"], "false");
     assert_eq!(saved["scanNotActiveBrokerInterval"], "7000");
     server.stop().await;

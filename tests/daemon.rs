@@ -242,3 +242,96 @@ fn java_properties_file_runs_the_daemon() {
     assert!(text.contains("enable_all_topic_list = false"), "{text}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The certificate a new TLS connection to `addr` is served (any certificate is accepted).
+async fn served_certificate(addr: &str) -> Vec<u8> {
+    let tls =
+        rmq_namesrv::transport::client::client_config(&rmq_namesrv::config::ClientTlsSettings {
+            enable: true,
+            ..Default::default()
+        })
+        .unwrap();
+    let mut client = Client::connect_with(addr, TIMEOUT, Some(&tls))
+        .await
+        .expect("TLS connection");
+    let resp = client
+        .request(RemotingCommand::request(
+            RequestCode::GET_BROKER_CLUSTER_INFO,
+        ))
+        .await
+        .expect("answered over TLS");
+    assert_eq!(resp.code, 0);
+    client.peer_certificates().expect("a certificate")[0].clone()
+}
+
+#[actix::test]
+async fn sighup_reloads_tls_and_passwords_are_never_printed() {
+    let dir = temp_dir("tls");
+    // Test mode (Java's default) without certificate files: only a reload makes a new one, so
+    // the only thing that can change the served certificate here is SIGHUP.
+    let config = dir.join("tls.toml");
+    std::fs::write(
+        &config,
+        "[tls]\nmode = \"enforcing\"\nconfig_file = \"tls-missing.properties\"\n\
+         [tls.client]\nkey_password = \"hunter2\"\n",
+    )
+    .unwrap();
+    let config_arg = config.to_string_lossy().into_owned();
+    let daemon = spawn(&dir, &["--config", &config_arg]);
+    let before = served_certificate(&daemon.addr).await;
+    assert_eq!(served_certificate(&daemon.addr).await, before, "stable");
+    let status = Command::new("kill")
+        .args(["-HUP", &daemon.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut after = before.clone();
+    while after == before && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        after = served_certificate(&daemon.addr).await;
+    }
+    assert_ne!(
+        after, before,
+        "SIGHUP gave new connections a new certificate"
+    );
+    // Plaintext is refused in enforcing mode; the daemon lives on.
+    let mut plain = Client::connect(&daemon.addr, TIMEOUT).await.unwrap();
+    assert!(plain
+        .request(RemotingCommand::request(
+            RequestCode::GET_BROKER_CLUSTER_INFO
+        ))
+        .await
+        .is_err());
+    assert_eq!(served_certificate(&daemon.addr).await, after);
+    drop(daemon);
+
+    let out = Command::new(BIN)
+        .arg("--config")
+        .arg(&config)
+        .arg("--print-config")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("mode = \"enforcing\""), "{text}");
+    assert!(!text.contains("hunter2"), "{text}");
+
+    // A certificate that cannot be read stops start-up, naming the file.
+    std::fs::write(
+        &config,
+        "[tls]\ncert_path = \"no-such-cert.pem\"\nkey_path = \"no-such-key.pem\"\n",
+    )
+    .unwrap();
+    let out = Command::new(BIN)
+        .args(["--listen", "127.0.0.1:0", "--config"])
+        .arg(&config)
+        .arg("--kv-config-path")
+        .arg(dir.join("kv.json"))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no-such-cert.pem"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

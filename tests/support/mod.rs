@@ -2,6 +2,8 @@
 //! builders in the shape real brokers and clients send.
 #![allow(dead_code)]
 
+pub mod pki;
+
 use std::time::Duration;
 
 use rmq_namesrv::config::Config;
@@ -33,7 +35,7 @@ fn remove_stale_dirs() {
     });
 }
 
-/// A configuration for tests: loopback, a private KV file, one worker.
+/// A configuration for tests: loopback, a private KV file, one worker, no machine TLS file.
 pub fn test_config() -> Config {
     remove_stale_dirs();
     let mut config = Config::default();
@@ -46,6 +48,8 @@ pub fn test_config() -> Config {
     ));
     config.kv.path = dir.join("kvConfig.json");
     config.kv.config_store_path = dir.join("namesrv.properties");
+    // Hermetic: never pick up a machine's /etc/rocketmq/tls.properties.
+    config.tls.config_file = None;
     config
 }
 
@@ -93,4 +97,17 @@ where
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+/// A fresh directory for one test's files, under the temp dir (removed by the next run's
+/// `test_config` once this process is gone).
+pub fn test_dir(name: &str) -> std::path::PathBuf {
+    remove_stale_dirs();
+    let dir = std::env::temp_dir().join(format!(
+        "rmq-namesrv-test-{}-{}-{name}",
+        std::process::id(),
+        unique()
+    ));
+    std::fs::create_dir_all(&dir).expect("test dir");
+    dir
 }
