@@ -9,10 +9,12 @@ use rmq_actors::dispatch::Services;
 use rmq_actors::housekeeping::Housekeeping;
 use rmq_actors::kv::{KvError, KvStore, KvTables};
 use rmq_actors::listener::{Listener, ListenerSetup};
+use rmq_actors::messages::InvalidateRoutes;
 use rmq_actors::messages::{
     CloseAll, FlushKv, ListConnections, OpenConnection, OpenConnections, ReloadTls, StopAccepting,
 };
 use rmq_actors::registry::RouteRegistry;
+use rmq_actors::route_cache::{CacheId, RouteCacheKeeper};
 use rmq_actors::tls_reload::TlsReloader;
 use rmq_transport::front_door::FrontDoor;
 use rmq_transport::server::{server_config, TlsError};
@@ -93,11 +95,31 @@ impl NameServer {
         };
         let local_addr = listener.local_addr().map_err(StartError::Listener)?;
 
+        // The connection threads, each with this server's route cache.
+        let workers: Vec<Arbiter> = (0..config.server.worker_count())
+            .map(|_| Arbiter::new())
+            .collect();
+        let route_cache = CacheId::next();
+        let cache_limit = config.registry.route_cache_bytes;
+        let route_caches: Vec<Recipient<InvalidateRoutes>> = workers
+            .iter()
+            .map(|worker| {
+                RouteCacheKeeper::start_in_arbiter(&worker.handle(), move |_| {
+                    RouteCacheKeeper::new(route_cache, cache_limit)
+                })
+                .recipient()
+            })
+            .collect();
+
         let registry_arbiter = Arbiter::new();
         let registry_settings = config.registry.clone();
         let cluster_test = config.cluster_test.enabled;
         let routes = Supervisor::start_in_arbiter(&registry_arbiter.handle(), move |_| {
-            RouteRegistry::new(registry_settings.clone(), cluster_test)
+            RouteRegistry::new(
+                registry_settings.clone(),
+                cluster_test,
+                route_caches.clone(),
+            )
         });
 
         let scan_interval = config.registry.scan_interval;
@@ -152,9 +174,6 @@ impl NameServer {
             proxy: Arc::new(config.proxy_protocol.clone()),
             handshake_timeout: config.tls.handshake_timeout,
         };
-        let workers: Vec<Arbiter> = (0..config.server.worker_count())
-            .map(|_| Arbiter::new())
-            .collect();
         let listener = Listener::new(ListenerSetup {
             listener,
             front_door,
@@ -168,6 +187,7 @@ impl NameServer {
                 product_env,
                 opened: housekeeping.clone().recipient(),
                 closed: housekeeping.clone().recipient(),
+                route_cache,
             },
         })
         .start();

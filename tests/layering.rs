@@ -16,7 +16,7 @@ const ACTORS: Ladder = Ladder {
         &["route", "background", "outbox", "persist"],
         &["settings"],
         &["messages"],
-        &["registry", "response"],
+        &["registry", "response", "route_cache"],
         &["kv", "housekeeping", "tls_reload"],
         &["dispatch"],
         &["registration"],

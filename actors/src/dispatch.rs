@@ -23,6 +23,7 @@ use crate::messages::*;
 use crate::registry::RouteRegistry;
 use crate::response::{not_supported, system_error, IntoResponse};
 use crate::route::{BrokerInstance, Unregistration};
+use crate::route_cache::{self, CacheId};
 
 /// The actors that answer requests, and the lifecycle of connections; shared by all connections.
 #[derive(Clone)]
@@ -37,6 +38,8 @@ pub struct Services {
     /// Told when a connection opens and closes (Housekeeping).
     pub opened: Recipient<ConnectionOpened>,
     pub closed: Recipient<ConnectionClosed>,
+    /// This NameServer's route cache on each connection thread.
+    pub route_cache: CacheId,
 }
 
 /// Where [`dispatch`] hands a request: the connection that read it.
@@ -82,7 +85,7 @@ fn route(
         C::GET_ROUTEINFO_BY_TOPIC => {
             let query = get_route_info(cmd)?;
             match &to.product_env {
-                None => out.answer_later(to.routes.send(query)),
+                None => route_query(query, to, out),
                 Some(env) => out.answer_later(route_with_fallback(&to.routes, env, query)),
             }
         }
@@ -113,6 +116,30 @@ fn route(
         _ => return Err(not_supported(cmd.code)),
     }
     Ok(())
+}
+
+/// GET_ROUTEINFO_BY_TOPIC: from this thread's route cache when it has the route, else from the
+/// registry, whose answer then fills the cache. Zone-filtered queries always ask the registry.
+fn route_query(query: GetRouteInfo, to: &Services, out: &mut impl Responder) {
+    if let (Some(topic), None) = (&query.topic, &query.zone) {
+        if let Some(body) = route_cache::lookup(to.route_cache, topic, query.style) {
+            out.answer(RemotingCommand::success().with_body(body));
+            return;
+        }
+    }
+    let cacheable = match (&query.topic, &query.zone) {
+        (Some(topic), None) => Some((topic.clone(), query.style)),
+        _ => None,
+    };
+    let reply = to.routes.send(query);
+    let cache = to.route_cache;
+    out.answer_later(async move {
+        let reply = reply.await?;
+        if let (Ok(route), Some((topic, style))) = (&reply, cacheable) {
+            route_cache::fill(cache, &topic, style, route.body.clone(), route.generation);
+        }
+        Ok(reply)
+    });
 }
 
 /// Reads a custom header; a missing or unparsable required field is a SYSTEM_ERROR naming it.
@@ -277,10 +304,10 @@ fn route_with_fallback(
             })
             .await?;
         Ok(match remote {
-            Some(route) => Ok(RouteBody(bytes::Bytes::from(rmq_protocol::body::to_json(
-                &route,
-                JsonStyle::Legacy,
-            )))),
+            Some(route) => Ok(RouteBody {
+                body: bytes::Bytes::from(rmq_protocol::body::to_json(&route, JsonStyle::Legacy)),
+                generation: 0,
+            }),
             None => Err(RouteError::TopicNotExist(topic)),
         })
     }

@@ -182,14 +182,22 @@ impl KvStore {
         namespace: &str,
         ctx: &mut Context<Self>,
     ) -> ResponseFuture<Result<(), KvReplyError>> {
-        if namespace == ORDER_TOPIC_CONFIG_NAMESPACE {
-            self.publish_order_conf();
-        }
+        // Routes show ORDER_TOPIC_CONFIG: the reply waits until the registry (and through it
+        // every connection thread's route cache) has the new value.
+        let routes_updated = (namespace == ORDER_TOPIC_CONFIG_NAMESPACE).then(|| {
+            self.order_conf.send(OrderTopicConfChanged {
+                table: self.tables.namespace(ORDER_TOPIC_CONFIG_NAMESPACE).cloned(),
+            })
+        });
         self.version += 1;
         let (tx, rx) = oneshot::channel();
         self.waiters.push((self.version, tx));
         self.start_write(ctx);
         Box::pin(async move {
+            if let Some(updated) = routes_updated {
+                // Unreachable only while the registry is gone; its supervisor brings it back.
+                let _ = updated.await;
+            }
             match rx.await {
                 Ok(Ok(())) => Ok(()),
                 Ok(Err(reason)) => Err(KvReplyError::NotPersisted(reason)),

@@ -22,5 +22,6 @@ pub mod registration;
 pub mod registry;
 pub mod response;
 pub mod route;
+pub mod route_cache;
 pub mod settings;
 pub mod tls_reload;

@@ -15,7 +15,7 @@ use rmq_protocol::body::{DataVersion, QueueData};
 use rmq_protocol::fastjson::JsonStyle;
 
 use crate::route::{
-    BrokerInstance, ConnId, ExpiredBroker, NeedTopics, RegisterOutcome, Registration,
+    BrokerInstance, ConnId, ExpiredBroker, NeedTopics, RegisterOutcome, Registration, RouteChanges,
     Unregistration,
 };
 use crate::settings::RegistrySettings;
@@ -80,9 +80,13 @@ pub struct GetRouteInfo {
     pub zone: Option<String>,
 }
 
-/// An encoded route body, shared with the registry's cache.
+/// An encoded route body, shared with the registry's cache, and the registry's generation when
+/// it answered (a worker cache refuses it if the topic changed after that).
 #[derive(Debug, Clone)]
-pub struct RouteBody(pub Bytes);
+pub struct RouteBody {
+    pub body: Bytes,
+    pub generation: u64,
+}
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RouteError {
@@ -169,6 +173,18 @@ pub struct DeleteTopic {
 pub struct RegisterTopic {
     pub topic: String,
     pub queue_datas: Vec<QueueData>,
+}
+
+// ---------------------------------------------------------------------------------------------
+// RouteRegistry -> the route cache of every connection thread.
+
+/// Routes changed at `generation`: drop them from the worker's cache. Answered once applied; the
+/// registry waits for every worker before it answers the request that caused the change.
+#[derive(Debug, Clone, Message)]
+#[rtype(result = "()")]
+pub struct InvalidateRoutes {
+    pub generation: u64,
+    pub changes: Arc<RouteChanges>,
 }
 
 // ---------------------------------------------------------------------------------------------

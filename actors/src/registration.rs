@@ -336,7 +336,7 @@ mod tests {
     #[actix::test]
     async fn a_summary_the_registry_cannot_take_is_sent_again_with_its_table() {
         use crate::settings::RegistrySettings;
-        let routes = RouteRegistry::new(RegistrySettings::default(), false).start();
+        let routes = RouteRegistry::new(RegistrySettings::default(), false, Vec::new()).start();
         let json = to_json(&sample_body(), JsonStyle::Legacy);
         let request = register_request(json, 0, false);
         let (_, memo) = register(

@@ -1,7 +1,11 @@
 //! RouteRegistry: the single owner of the route tables. Handlers are short and synchronous; the
-//! rules live in [`crate::route`].
+//! rules live in [`crate::route`]. When a handler changes routes, the change goes to every
+//! connection thread's route cache and the handler's answer waits until all of them applied it
+//! (docs/actors.md#route-queries).
 
 use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::Arc;
 use std::time::Instant;
 
 use actix::prelude::*;
@@ -11,7 +15,7 @@ use rmq_protocol::fastjson::JsonStyle;
 use tracing::{debug, info, warn};
 
 use crate::messages::*;
-use crate::route::{ExpiredBroker, RouteTables};
+use crate::route::{ExpiredBroker, NeedTopics, RouteTables};
 use crate::settings::RegistrySettings;
 
 /// Mailbox capacity: senders wait (backpressure) once this many messages are queued.
@@ -32,6 +36,10 @@ pub struct RouteRegistry {
     order_topic_conf_body: Option<Bytes>,
     /// When this registry started; route queries may wait `wait_for_service` after it.
     started_at: Instant,
+    /// Bumped at every route change; survives restarts (worker caches compare against it).
+    generation: u64,
+    /// The route caches of the connection threads.
+    workers: Vec<Recipient<InvalidateRoutes>>,
 }
 
 fn new_tables(settings: &RegistrySettings) -> RouteTables {
@@ -41,7 +49,12 @@ fn new_tables(settings: &RegistrySettings) -> RouteTables {
 
 impl RouteRegistry {
     /// `cluster_test`: Java's `clusterTest` mode (see docs/route-rules.md#cluster-test-mode).
-    pub fn new(settings: RegistrySettings, cluster_test: bool) -> Self {
+    /// `workers`: the route caches of the connection threads, told of every route change.
+    pub fn new(
+        settings: RegistrySettings,
+        cluster_test: bool,
+        workers: Vec<Recipient<InvalidateRoutes>>,
+    ) -> Self {
         Self {
             tables: new_tables(&settings),
             settings,
@@ -49,7 +62,40 @@ impl RouteRegistry {
             order_topic_conf: BTreeMap::new(),
             order_topic_conf_body: None,
             started_at: Instant::now(),
+            generation: 0,
+            workers,
         }
+    }
+
+    /// Sends the route changes the last handler made to every worker; resolves once all have
+    /// applied them (at once when nothing changed).
+    fn publish(&mut self) -> impl Future<Output = ()> + 'static {
+        let changes = self.tables.take_changes();
+        let sends: Vec<_> = if changes.is_empty() || self.workers.is_empty() {
+            Vec::new()
+        } else {
+            self.generation += 1;
+            let msg = InvalidateRoutes {
+                generation: self.generation,
+                changes: Arc::new(changes),
+            };
+            self.workers.iter().map(|w| w.send(msg.clone())).collect()
+        };
+        async move {
+            for sent in sends {
+                // A worker that is gone has no cache left to be stale.
+                let _ = sent.await;
+            }
+        }
+    }
+
+    /// `value` once the route changes made so far are everywhere.
+    fn answer<T: 'static>(&mut self, value: T) -> ResponseFuture<T> {
+        let published = self.publish();
+        Box::pin(async move {
+            published.await;
+            value
+        })
     }
 
     /// Whether routes carry the ORDER_TOPIC_CONFIG value of their topic.
@@ -124,12 +170,15 @@ impl Supervised for RouteRegistry {
             "route registry restarting; routes come back with the next broker registrations"
         );
         self.tables = new_tables(&self.settings);
+        self.tables.invalidate_all();
         self.started_at = Instant::now();
+        // Every worker forgets what the old tables said.
+        actix::spawn(self.publish());
     }
 }
 
 impl Handler<RegisterBroker> for RouteRegistry {
-    type Result = MessageResult<RegisterBroker>;
+    type Result = ResponseFuture<Result<RegisterBrokerReply, NeedTopics>>;
 
     fn handle(&mut self, msg: RegisterBroker, _: &mut Context<Self>) -> Self::Result {
         let outcome = self.tables.register(msg.registration, Instant::now());
@@ -138,7 +187,7 @@ impl Handler<RegisterBroker> for RouteRegistry {
         } else {
             None
         };
-        MessageResult(outcome.map(|outcome| RegisterBrokerReply {
+        self.answer(outcome.map(|outcome| RegisterBrokerReply {
             outcome,
             order_topic_config,
         }))
@@ -146,10 +195,11 @@ impl Handler<RegisterBroker> for RouteRegistry {
 }
 
 impl Handler<UnregisterBroker> for RouteRegistry {
-    type Result = ();
+    type Result = ResponseFuture<()>;
 
-    fn handle(&mut self, msg: UnregisterBroker, _: &mut Context<Self>) {
+    fn handle(&mut self, msg: UnregisterBroker, _: &mut Context<Self>) -> Self::Result {
         self.tables.unregister(std::slice::from_ref(&msg.request));
+        self.answer(())
     }
 }
 
@@ -192,7 +242,9 @@ impl Handler<GetRouteInfo> for RouteRegistry {
             Some(zone) => self.zone_filtered_route(&topic, zone),
             None => self.route_body(&topic, msg.style),
         };
-        body.map(RouteBody).ok_or(RouteError::TopicNotExist(topic))
+        let generation = self.generation;
+        body.map(|body| RouteBody { body, generation })
+            .ok_or(RouteError::TopicNotExist(topic))
     }
 }
 
@@ -222,18 +274,20 @@ impl Handler<GetBrokerMemberGroup> for RouteRegistry {
 }
 
 impl Handler<WipeWritePerm> for RouteRegistry {
-    type Result = MessageResult<WipeWritePerm>;
+    type Result = ResponseFuture<WipeTopicCount>;
 
     fn handle(&mut self, msg: WipeWritePerm, _: &mut Context<Self>) -> Self::Result {
-        MessageResult(WipeTopicCount(self.tables.wipe_write_perm(&msg.name)))
+        let count = WipeTopicCount(self.tables.wipe_write_perm(&msg.name));
+        self.answer(count)
     }
 }
 
 impl Handler<AddWritePerm> for RouteRegistry {
-    type Result = MessageResult<AddWritePerm>;
+    type Result = ResponseFuture<AddTopicCount>;
 
     fn handle(&mut self, msg: AddWritePerm, _: &mut Context<Self>) -> Self::Result {
-        MessageResult(AddTopicCount(self.tables.add_write_perm(&msg.name)))
+        let count = AddTopicCount(self.tables.add_write_perm(&msg.name));
+        self.answer(count)
     }
 }
 
@@ -262,44 +316,52 @@ impl Handler<GetTopicList> for RouteRegistry {
 }
 
 impl Handler<DeleteTopic> for RouteRegistry {
-    type Result = ();
+    type Result = ResponseFuture<()>;
 
-    fn handle(&mut self, msg: DeleteTopic, _: &mut Context<Self>) {
+    fn handle(&mut self, msg: DeleteTopic, _: &mut Context<Self>) -> Self::Result {
         self.tables.delete_topic(&msg.topic, msg.cluster.as_deref());
+        self.answer(())
     }
 }
 
 impl Handler<RegisterTopic> for RouteRegistry {
-    type Result = ();
+    type Result = ResponseFuture<()>;
 
-    fn handle(&mut self, msg: RegisterTopic, _: &mut Context<Self>) {
+    fn handle(&mut self, msg: RegisterTopic, _: &mut Context<Self>) -> Self::Result {
         self.tables.register_topic(&msg.topic, &msg.queue_datas);
+        self.answer(())
     }
 }
 
 impl Handler<ScanInactive> for RouteRegistry {
-    type Result = MessageResult<ScanInactive>;
+    type Result = ResponseFuture<Vec<ExpiredBroker>>;
 
     fn handle(&mut self, msg: ScanInactive, _: &mut Context<Self>) -> Self::Result {
         let expired: Vec<ExpiredBroker> = self.tables.scan_inactive(msg.now);
-        MessageResult(expired)
+        self.answer(expired)
     }
 }
 
 impl Handler<ChannelClosed> for RouteRegistry {
-    type Result = ();
+    type Result = ResponseFuture<()>;
 
-    fn handle(&mut self, msg: ChannelClosed, _: &mut Context<Self>) {
+    fn handle(&mut self, msg: ChannelClosed, _: &mut Context<Self>) -> Self::Result {
         self.tables.channel_closed(msg.conn);
+        self.answer(())
     }
 }
 
 impl Handler<ApplySettings> for RouteRegistry {
-    type Result = ();
+    type Result = ResponseFuture<()>;
 
-    fn handle(&mut self, msg: ApplySettings, _: &mut Context<Self>) {
+    fn handle(&mut self, msg: ApplySettings, _: &mut Context<Self>) -> Self::Result {
         let new = msg.settings;
-        if new.order_message_enable != self.settings.order_message_enable {
+        // Switches that change what a route shows, or whether it may be shown (the ready
+        // window), make every cached route go.
+        if new.order_message_enable != self.settings.order_message_enable
+            || new.need_wait_for_service != self.settings.need_wait_for_service
+            || new.wait_for_service != self.settings.wait_for_service
+        {
             self.tables.invalidate_all();
         }
         self.tables.set_options(new.route_options());
@@ -307,13 +369,14 @@ impl Handler<ApplySettings> for RouteRegistry {
         self.tables.set_default_expiry(new.broker_expiry);
         info!(settings = ?new, "registry settings applied");
         self.settings = new;
+        self.answer(())
     }
 }
 
 impl Handler<OrderTopicConfChanged> for RouteRegistry {
-    type Result = ();
+    type Result = ResponseFuture<()>;
 
-    fn handle(&mut self, msg: OrderTopicConfChanged, _: &mut Context<Self>) {
+    fn handle(&mut self, msg: OrderTopicConfChanged, _: &mut Context<Self>) -> Self::Result {
         // Routes show the value only with orderMessageEnable, but it may be switched on later:
         // drop the encoded routes of every topic whose value changed either way.
         let new = msg.table.clone().unwrap_or_default();
@@ -327,6 +390,7 @@ impl Handler<OrderTopicConfChanged> for RouteRegistry {
             .table
             .map(|table| Bytes::from(to_json(&KvTable { table }, JsonStyle::Legacy)));
         self.order_topic_conf = new;
+        self.answer(())
     }
 }
 

@@ -68,7 +68,7 @@ impl IntoResponse for MemberGroupBody {
 
 impl IntoResponse for RouteBody {
     fn into_response(self) -> RemotingCommand {
-        RemotingCommand::success().with_body(self.0)
+        RemotingCommand::success().with_body(self.body)
     }
 }
 

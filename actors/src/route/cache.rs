@@ -6,7 +6,7 @@ use rmq_protocol::body::to_json;
 use rmq_protocol::fastjson::JsonStyle;
 
 use super::ids::BrokerName;
-use super::tables::{style_slot, RouteTables, TopicEntry};
+use super::tables::{style_slot, RouteChanges, RouteTables, TopicEntry};
 
 impl RouteTables {
     /// The encoded route body of a topic in `style`, from the cache when the route has not
@@ -42,7 +42,7 @@ impl RouteTables {
     /// Drops the encoded route of one topic.
     pub fn invalidate_topic(&mut self, topic: &str) {
         if let Some(entry) = self.topics.get_mut(topic) {
-            Self::drop_encoded(entry, &mut self.cached_bytes);
+            Self::drop_encoded(topic, entry, &mut self.cached_bytes, &mut self.changes);
         }
     }
 
@@ -52,13 +52,20 @@ impl RouteTables {
             entry.encoded = Default::default();
         }
         self.cached_bytes = 0;
+        self.changes.all = true;
+        self.changes.topics.clear();
     }
 
     /// Drops the encoded routes of the topics a group serves (its addresses or flags changed).
     pub(super) fn invalidate_broker_topics(&mut self, name: &BrokerName) {
-        for entry in self.topics.values_mut() {
+        for (topic, entry) in self.topics.iter_mut() {
             if entry.queues.contains_key(name) {
-                Self::drop_encoded(entry, &mut self.cached_bytes);
+                Self::drop_encoded(
+                    topic.as_str(),
+                    entry,
+                    &mut self.cached_bytes,
+                    &mut self.changes,
+                );
             }
         }
     }
@@ -67,8 +74,20 @@ impl RouteTables {
         entry.encoded.iter().flatten().map(Bytes::len).sum()
     }
 
-    pub(super) fn drop_encoded(entry: &mut TopicEntry, cached_bytes: &mut usize) {
+    /// Drops a topic's encoded routes, here and (through the recorded change) everywhere.
+    pub(super) fn drop_encoded(
+        topic: &str,
+        entry: &mut TopicEntry,
+        cached_bytes: &mut usize,
+        changes: &mut RouteChanges,
+    ) {
         *cached_bytes = cached_bytes.saturating_sub(Self::encoded_len(entry));
         entry.encoded = Default::default();
+        changes.topic(topic);
+    }
+
+    /// The routes changed since the last call (emptied).
+    pub fn take_changes(&mut self) -> RouteChanges {
+        std::mem::take(&mut self.changes)
     }
 }

@@ -189,6 +189,7 @@ impl RouteTables {
             })
             .collect();
         let cached_bytes = &mut self.cached_bytes;
+        let changes = &mut self.changes;
         let removals = &mut self.queue_removals;
         self.topics.retain(|topic, entry| {
             let mut touched = false;
@@ -208,7 +209,7 @@ impl RouteTables {
                 }
             }
             if touched {
-                Self::drop_encoded(entry, cached_bytes);
+                Self::drop_encoded(topic.as_str(), entry, cached_bytes, changes);
             }
             if entry.queues.is_empty() {
                 debug!(topic = %topic, "topic has no broker left, removed");

@@ -20,6 +20,6 @@ pub use register::{
     NeedTopics, RegisterOutcome, Registration, TopicSummary, TopicTable, TopicsPayload,
 };
 pub use tables::{
-    BrokerGroup, LiveBroker, Queues, RouteOptions, RouteTables, DEFAULT_BROKER_EXPIRY,
-    DEFAULT_ROUTE_CACHE_BYTES, SYNC_BROKER_MEMBER_GROUP_PREFIX,
+    BrokerGroup, LiveBroker, Queues, RouteChanges, RouteOptions, RouteTables,
+    DEFAULT_BROKER_EXPIRY, DEFAULT_ROUTE_CACHE_BYTES, SYNC_BROKER_MEMBER_GROUP_PREFIX,
 };

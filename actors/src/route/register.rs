@@ -407,7 +407,7 @@ impl RouteTables {
         if let Some(entry) = self.topics.get_mut(topic) {
             if entry.queues.get(name) != Some(&queues) {
                 entry.queues.insert(name.clone(), queues);
-                Self::drop_encoded(entry, &mut self.cached_bytes);
+                Self::drop_encoded(topic, entry, &mut self.cached_bytes, &mut self.changes);
             }
         }
     }
@@ -415,6 +415,7 @@ impl RouteTables {
     /// Removes `name` from every topic `keep` rejects; drops topics left empty.
     fn remove_omitted_topics(&mut self, name: &BrokerName, keep: impl Fn(&str) -> bool) {
         let cached_bytes = &mut self.cached_bytes;
+        let changes = &mut self.changes;
         let removals = &mut self.queue_removals;
         self.topics.retain(|topic, entry| {
             if keep(topic.as_str()) || entry.queues.remove(name).is_none() {
@@ -422,7 +423,7 @@ impl RouteTables {
             }
             *removals += 1;
             info!(topic = %topic, broker = %name, "topic omitted by its broker's registration, removed");
-            Self::drop_encoded(entry, cached_bytes);
+            Self::drop_encoded(topic.as_str(), entry, cached_bytes, changes);
             !entry.queues.is_empty()
         });
     }

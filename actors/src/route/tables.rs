@@ -112,6 +112,25 @@ pub(super) struct TopicEntry {
     pub(super) encoded: [Option<Bytes>; STYLES],
 }
 
+/// Routes that changed: some topics, or all of them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RouteChanges {
+    pub all: bool,
+    pub topics: Vec<TopicName>,
+}
+
+impl RouteChanges {
+    pub fn is_empty(&self) -> bool {
+        !self.all && self.topics.is_empty()
+    }
+
+    pub(super) fn topic(&mut self, topic: &str) {
+        if !self.all {
+            self.topics.push(TopicName::new(topic));
+        }
+    }
+}
+
 /// All route state of a NameServer. See the module docs.
 #[derive(Debug)]
 pub struct RouteTables {
@@ -124,6 +143,9 @@ pub struct RouteTables {
     pub(super) options: RouteOptions,
     /// Bytes held by encoded routes, and the most they may hold.
     pub(super) cached_bytes: usize,
+    /// Topics whose route changed since [`RouteTables::take_changes`] last ran: copies of
+    /// their encoded routes elsewhere (the connection threads' caches) must go.
+    pub(super) changes: RouteChanges,
     pub(super) cache_limit: usize,
     /// Expiry of brokers that registered no timeout of their own.
     pub(super) default_expiry: Duration,
@@ -149,6 +171,7 @@ impl RouteTables {
             mappings: HashMap::new(),
             options,
             cached_bytes: 0,
+            changes: RouteChanges::default(),
             cache_limit,
             default_expiry: DEFAULT_BROKER_EXPIRY,
             queue_removals: 0,

@@ -53,13 +53,18 @@ impl RouteTables {
 
     fn update_perm(&mut self, name: &str, update: impl Fn(i32) -> i32) -> usize {
         let mut count = 0;
-        for entry in self.topics.values_mut() {
+        for (topic, entry) in self.topics.iter_mut() {
             if let Some(queues) = entry.queues.get_mut(name) {
                 count += 1;
                 let perm = update(queues.perm);
                 if perm != queues.perm {
                     queues.perm = perm;
-                    Self::drop_encoded(entry, &mut self.cached_bytes);
+                    Self::drop_encoded(
+                        topic.as_str(),
+                        entry,
+                        &mut self.cached_bytes,
+                        &mut self.changes,
+                    );
                 }
             }
         }
@@ -74,6 +79,7 @@ impl RouteTables {
             let removed = self.topics.remove(topic);
             if let Some(entry) = &removed {
                 self.cached_bytes = self.cached_bytes.saturating_sub(Self::encoded_len(entry));
+                self.changes.topic(topic);
                 self.queue_removals += 1;
                 info!(topic, "topic deleted");
             }
@@ -91,7 +97,7 @@ impl RouteTables {
             return false;
         }
         self.queue_removals += 1;
-        Self::drop_encoded(entry, &mut self.cached_bytes);
+        Self::drop_encoded(topic, entry, &mut self.cached_bytes, &mut self.changes);
         if entry.queues.is_empty() {
             self.topics.remove(topic);
         }

@@ -1,0 +1,272 @@
+//! The route cache of a connection thread: encoded route bodies, so that a route query is
+//! answered on the thread that read it — a hash lookup and a reference-count bump — instead of a
+//! round trip to the registry's thread (docs/actors.md#route-queries).
+//!
+//! The RouteRegistry stays the only owner of the routes. It answers a miss with the body and its
+//! *generation* (a counter it bumps whenever routes change), and it sends every change to every
+//! worker's [`RouteCacheKeeper`] ([`InvalidateRoutes`]) — waiting for their acknowledgements
+//! before it answers the request that caused the change, so that no client can see an old route
+//! after the reply to its change. Only immutable data crosses threads: `Bytes` bodies and
+//! `Arc`-shared change lists. The cache itself is owned by its worker thread (a thread-local,
+//! one per NameServer) and touched only there: by the keeper applying changes and by the
+//! connections of that thread looking up and filling.
+//!
+//! A fill can race with a change: a body the registry produced before a change may arrive after
+//! the change's invalidation. Bodies carry the generation they were produced at, and a topic
+//! remembers the generation of its last invalidation, so such a body is refused.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use actix::prelude::*;
+use bytes::Bytes;
+use rmq_protocol::fastjson::JsonStyle;
+use tracing::debug;
+
+use crate::messages::InvalidateRoutes;
+use crate::route::TopicName;
+
+/// Entries (with or without bodies) a worker keeps before it forgets what it only remembers as
+/// invalidated.
+const MAX_ENTRIES: usize = 256 * 1024;
+
+/// Which NameServer a worker cache belongs to (several can run in one process).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct CacheId(u64);
+
+impl CacheId {
+    /// A new id, unique in the process.
+    pub fn next() -> Self {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        Self(NEXT.fetch_add(1, Ordering::Relaxed))
+    }
+}
+
+/// One topic in a worker cache.
+#[derive(Debug, Default)]
+struct Cached {
+    /// The generation of the last invalidation seen for the topic.
+    invalidated_at: u64,
+    /// Legacy and standard JSON.
+    bodies: [Option<Bytes>; 2],
+}
+
+fn slot(style: JsonStyle) -> usize {
+    match style {
+        JsonStyle::Legacy => 0,
+        JsonStyle::Standard => 1,
+    }
+}
+
+/// The routes one worker thread holds.
+#[derive(Debug)]
+pub struct WorkerRoutes {
+    entries: HashMap<TopicName, Cached>,
+    /// No body produced before this generation may be filled in (after "all changed", or after
+    /// forgetting invalidated topics).
+    floor: u64,
+    bytes: usize,
+    limit: usize,
+}
+
+impl WorkerRoutes {
+    /// An empty cache holding at most `limit` bytes of bodies.
+    pub fn new(limit: usize) -> Self {
+        Self {
+            entries: HashMap::new(),
+            floor: 0,
+            bytes: 0,
+            limit,
+        }
+    }
+
+    /// The cached body of `topic` in `style`.
+    pub fn get(&self, topic: &str, style: JsonStyle) -> Option<Bytes> {
+        self.entries.get(topic)?.bodies[slot(style)].clone()
+    }
+
+    /// Keeps a body the registry produced at `generation`, unless the topic changed since.
+    pub fn fill(&mut self, topic: &str, style: JsonStyle, body: Bytes, generation: u64) {
+        if generation < self.floor || self.bytes + body.len() > self.limit {
+            return;
+        }
+        if self.entries.len() >= MAX_ENTRIES && !self.entries.contains_key(topic) {
+            self.forget_invalidated();
+        }
+        let cached = self.entries.entry(TopicName::new(topic)).or_default();
+        if generation < cached.invalidated_at {
+            return;
+        }
+        let slot = &mut cached.bodies[slot(style)];
+        self.bytes = self.bytes - slot.as_ref().map_or(0, Bytes::len) + body.len();
+        *slot = Some(body);
+    }
+
+    /// Applies a change of the registry.
+    pub fn invalidate(&mut self, change: &InvalidateRoutes) {
+        if change.changes.all {
+            self.entries.clear();
+            self.bytes = 0;
+            self.floor = self.floor.max(change.generation);
+            return;
+        }
+        for topic in &change.changes.topics {
+            let cached = match self.entries.get_mut(topic.as_str()) {
+                Some(cached) => cached,
+                None => self.entries.entry(topic.clone()).or_default(),
+            };
+            cached.invalidated_at = cached.invalidated_at.max(change.generation);
+            for body in cached.bodies.iter_mut() {
+                if let Some(body) = body.take() {
+                    self.bytes = self.bytes.saturating_sub(body.len());
+                }
+            }
+        }
+        if self.entries.len() > MAX_ENTRIES {
+            self.forget_invalidated();
+        }
+    }
+
+    /// Drops the entries without bodies; what they remembered is kept as the floor.
+    fn forget_invalidated(&mut self) {
+        let newest = self
+            .entries
+            .values()
+            .map(|c| c.invalidated_at)
+            .max()
+            .unwrap_or(0);
+        self.entries
+            .retain(|_, cached| cached.bodies.iter().any(Option::is_some));
+        self.floor = self.floor.max(newest);
+    }
+
+    /// Bytes of bodies held.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+}
+
+thread_local! {
+    static CACHES: RefCell<HashMap<CacheId, Rc<RefCell<WorkerRoutes>>>> = RefCell::new(HashMap::new());
+}
+
+fn with_cache<R>(id: CacheId, f: impl FnOnce(&mut WorkerRoutes) -> R) -> Option<R> {
+    let cache = CACHES.with(|caches| caches.borrow().get(&id).cloned())?;
+    let mut cache = cache.try_borrow_mut().ok()?;
+    Some(f(&mut cache))
+}
+
+/// The body of `topic` in `style` in this thread's cache of NameServer `id`.
+pub fn lookup(id: CacheId, topic: &str, style: JsonStyle) -> Option<Bytes> {
+    with_cache(id, |cache| cache.get(topic, style)).flatten()
+}
+
+/// Fills this thread's cache of NameServer `id` (no-op on a thread without one).
+pub fn fill(id: CacheId, topic: &str, style: JsonStyle, body: Bytes, generation: u64) {
+    with_cache(id, |cache| cache.fill(topic, style, body, generation));
+}
+
+/// The actor of a worker thread that applies the registry's changes to the thread's cache; it
+/// creates the cache when it starts and drops it when it stops.
+pub struct RouteCacheKeeper {
+    id: CacheId,
+    limit: usize,
+}
+
+impl RouteCacheKeeper {
+    pub fn new(id: CacheId, limit: usize) -> Self {
+        Self { id, limit }
+    }
+}
+
+impl Actor for RouteCacheKeeper {
+    type Context = Context<Self>;
+
+    fn started(&mut self, _: &mut Self::Context) {
+        let cache = Rc::new(RefCell::new(WorkerRoutes::new(self.limit)));
+        CACHES.with(|caches| caches.borrow_mut().insert(self.id, cache));
+        debug!(cache = ?self.id, "worker route cache ready");
+    }
+
+    fn stopped(&mut self, _: &mut Self::Context) {
+        CACHES.with(|caches| caches.borrow_mut().remove(&self.id));
+    }
+}
+
+impl Handler<InvalidateRoutes> for RouteCacheKeeper {
+    type Result = ();
+
+    fn handle(&mut self, msg: InvalidateRoutes, _: &mut Context<Self>) {
+        with_cache(self.id, |cache| cache.invalidate(&msg));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::route::RouteChanges;
+
+    fn change(generation: u64, topics: &[&str], all: bool) -> InvalidateRoutes {
+        InvalidateRoutes {
+            generation,
+            changes: Arc::new(RouteChanges {
+                all,
+                topics: topics.iter().map(|t| TopicName::new(t)).collect(),
+            }),
+        }
+    }
+
+    #[test]
+    fn a_body_older_than_its_topics_change_is_refused() {
+        let mut cache = WorkerRoutes::new(1 << 20);
+        cache.fill("T", JsonStyle::Standard, Bytes::from_static(b"v1"), 1);
+        assert_eq!(cache.get("T", JsonStyle::Standard).unwrap(), "v1");
+        assert_eq!(cache.get("T", JsonStyle::Legacy), None);
+        cache.invalidate(&change(2, &["T"], false));
+        assert_eq!(cache.get("T", JsonStyle::Standard), None);
+        // A reply produced before the change arrives late: refused.
+        cache.fill("T", JsonStyle::Standard, Bytes::from_static(b"v1"), 1);
+        assert_eq!(cache.get("T", JsonStyle::Standard), None);
+        // One produced after it is kept.
+        cache.fill("T", JsonStyle::Standard, Bytes::from_static(b"v2"), 2);
+        assert_eq!(cache.get("T", JsonStyle::Standard).unwrap(), "v2");
+        // Other topics are untouched by a change of T.
+        cache.fill("U", JsonStyle::Legacy, Bytes::from_static(b"u"), 2);
+        cache.invalidate(&change(3, &["T"], false));
+        assert_eq!(cache.get("U", JsonStyle::Legacy).unwrap(), "u");
+        // All changed: everything goes, and nothing older comes back.
+        cache.invalidate(&change(4, &[], true));
+        assert_eq!(cache.get("U", JsonStyle::Legacy), None);
+        cache.fill("U", JsonStyle::Legacy, Bytes::from_static(b"u"), 3);
+        assert_eq!(cache.get("U", JsonStyle::Legacy), None);
+        assert_eq!(cache.bytes(), 0);
+    }
+
+    #[test]
+    fn the_budget_is_kept() {
+        let mut cache = WorkerRoutes::new(4);
+        cache.fill("A", JsonStyle::Legacy, Bytes::from_static(b"abc"), 1);
+        cache.fill("B", JsonStyle::Legacy, Bytes::from_static(b"abc"), 1);
+        assert!(cache.get("B", JsonStyle::Legacy).is_none());
+        assert_eq!(cache.bytes(), 3);
+    }
+
+    #[test]
+    fn forgetting_invalidated_topics_keeps_their_lesson() {
+        let mut cache = WorkerRoutes::new(1 << 20);
+        cache.fill("Keep", JsonStyle::Legacy, Bytes::from_static(b"k"), 5);
+        let many: Vec<String> = (0..MAX_ENTRIES + 1).map(|i| format!("t{i}")).collect();
+        let refs: Vec<&str> = many.iter().map(String::as_str).collect();
+        cache.invalidate(&change(9, &refs, false));
+        assert!(cache.entries.len() <= MAX_ENTRIES);
+        // A late body of a forgotten topic is still refused.
+        cache.fill("t7", JsonStyle::Legacy, Bytes::from_static(b"old"), 8);
+        assert_eq!(cache.get("t7", JsonStyle::Legacy), None);
+        cache.fill("t7", JsonStyle::Legacy, Bytes::from_static(b"new"), 9);
+        assert_eq!(cache.get("t7", JsonStyle::Legacy).unwrap(), "new");
+    }
+}
