@@ -16,7 +16,8 @@ be made, --namesrv java refuses to run without --netns off.
 Every process started is remembered by PID and killed by PID at the end of its scenario (also on
 failure and Ctrl-C); every wait is bounded. One line per scenario, `PASS <name>` or
 `FAIL <name>: <reason>` followed by the tails of the relevant logs, then `N passed, M failed`;
-exit status 1 if any failed. Python standard library only.
+exit status 1 if any failed. Python standard library only; the TLS scenarios (tls-*,
+go-client-tls5) also run `openssl` to make their certificates in their temporary directory.
 """
 
 import argparse
@@ -30,6 +31,7 @@ import re
 import shutil
 import signal
 import socket
+import ssl
 import string
 import struct
 import subprocess
@@ -272,19 +274,40 @@ class Ctx:
 
     # -- NameServers ---------------------------------------------------------------------------
 
-    def start_namesrv(self, label="namesrv"):
-        """Starts the NameServer under test (self.mode) and returns it once it accepts."""
-        if self.mode == "ours":
-            return self._start_ours(label)
-        return self._start_java_namesrv(label, "5" if self.mode == "java" else "4")
+    def start_namesrv(self, label="namesrv", tls=None, tls_form="properties", log_level=None):
+        """Starts the NameServer under test (self.mode) and returns it once it accepts.
 
-    def _start_ours(self, label):
+        tls: Java's tls.* server settings ({"tls.server.mode": "enforcing", ...}). Ours gets
+        them in a file given to --config, as Java names in a .properties file (tls_form
+        "properties") or as the [tls] section of a TOML file ("toml"); Java's NameServer as -D
+        flags. log_level: ours only (--log-level)."""
+        if self.mode == "ours":
+            config = None
+            if tls:
+                home = self.dir / f"{label}-config"
+                home.mkdir(parents=True, exist_ok=True)
+                if tls_form == "toml":
+                    config = home / "namesrv.toml"
+                    config.write_text(tls_toml(tls))
+                else:
+                    config = home / "namesrv.properties"
+                    write_properties(config, tls)
+            extra = ["--log-level", log_level] if log_level else []
+            return self._start_ours(label, config=config, extra_args=extra)
+        jvm = [f"-D{k}={v}" for k, v in (tls or {}).items()]
+        return self._start_java_namesrv(label, "5" if self.mode == "java" else "4", jvm=jvm)
+
+    def _start_ours(self, label, config=None, extra_args=()):
         if not self.binary.is_file():
             raise Fail(f"{self.binary} not found: run `cargo build --release`")
         home = self.home(label)
         argv = [str(self.binary), "--listen", "127.0.0.1:0",
                 "--kv-config-path", str(home / "kvConfig.json"),
                 "--config-store-path", str(home / "namesrv.properties")]
+        if config is not None:
+            argv += ["--config", str(config)]
+        argv += list(extra_args)
+        (home / "argv.txt").write_text(" ".join(argv) + "\n")
         proc = self.spawn(label, argv, home, stdout_pipe=True)
         self.logs.append((f"{label} stderr", proc.stderr))
         lines = queue.Queue()
@@ -311,9 +334,10 @@ class Ctx:
         if not m:
             raise Fail(f"rmq-namesrv: unexpected first stdout line {line!r}", self.logs)
         proc.addr = m.group(1)
+        proc.kind = "ours"
         return proc
 
-    def _start_java_namesrv(self, label, line):
+    def _start_java_namesrv(self, label, line, jvm=()):
         home = self.home(label)
         port = free_port()
         conf = home / "namesrv.properties"
@@ -327,10 +351,12 @@ class Ctx:
         write_properties(conf, props)
         if line == "4":
             write_logback_4x(home, "namesrv")
-        argv = [java_bin(), *NAMESRV_JVM, f"-Duser.home={home}", "-cp", server_classpath(line, "namesrv"),
+        argv = [java_bin(), *NAMESRV_JVM, *jvm, f"-Duser.home={home}", "-cp", server_classpath(line, "namesrv"),
                 "org.apache.rocketmq.namesrv.NamesrvStartup", "-c", str(conf)]
+        (home / "argv.txt").write_text(" ".join(argv) + "\n")
         proc = self.spawn(label, argv, home, env={"ROCKETMQ_HOME": str(home)})
         proc.addr = f"127.0.0.1:{port}"
+        proc.kind = "java"
         self.logs.append((f"{label} stdout", proc.stdout))
         self.logs.append((f"{label} namesrv.log", home / "logs" / "rocketmqlogs" / "namesrv.log"))
         self._await_boot(proc, "Name Server boot success", 60)
@@ -347,8 +373,9 @@ class Ctx:
     # -- brokers -------------------------------------------------------------------------------
 
     def start_broker(self, line, namesrv, broker_name, broker_id=0, cluster="InteropCluster",
-                     role="ASYNC_MASTER", label=None, extra=None):
-        """Starts a Java broker of `line` ("5" or "4") registering to `namesrv` (a;b)."""
+                     role="ASYNC_MASTER", label=None, extra=None, jvm=()):
+        """Starts a Java broker of `line` ("5" or "4") registering to `namesrv` (a;b); jvm: more
+        JVM options (the tls.* system properties)."""
         label = label or f"broker{line}-{broker_name}-{broker_id}"
         home = self.home(label)
         # listenPort p; the broker also binds p-2 (fast/VIP channel) and p+1 (HA; 4.9.x forces it)
@@ -388,9 +415,10 @@ class Ctx:
         write_properties(conf, props)
         if line == "4":
             write_logback_4x(home, "broker")
-        jvm = BROKER_JVM + (JDK17_OPENS if line == "4" else [])
+        jvm = BROKER_JVM + (JDK17_OPENS if line == "4" else []) + list(jvm)
         argv = [java_bin(), *jvm, f"-Duser.home={home}", "-cp", server_classpath(line, "broker"),
                 "org.apache.rocketmq.broker.BrokerStartup", "-c", str(conf)]
+        (home / "argv.txt").write_text(" ".join(argv) + "\n")
         proc = self.spawn(label, argv, home, env={"ROCKETMQ_HOME": str(home)})
         proc.line = line
         proc.argv = argv
@@ -418,13 +446,14 @@ class Ctx:
 
     # -- Java peers ----------------------------------------------------------------------------
 
-    def peer(self, line, main, args, timeout=120, stdin_text=None, expect_ok=True):
+    def peer(self, line, main, args, timeout=120, stdin_text=None, expect_ok=True, jvm=()):
         """Runs rmqinterop.<main> of client line `line` and returns its RESULT objects (a list
         for Admin batches, else one dict). Raises Fail (with the peer's output) when it does not
-        finish in time, prints no RESULT line, or (expect_ok) reports ok=false."""
+        finish in time, prints no RESULT line, or (expect_ok) reports ok=false. jvm: more JVM
+        options (the tls.* system properties)."""
         label = f"{main.lower()}{line}"
         home = self.home(label)
-        argv = [java_bin(), *PEER_JVM, f"-Duser.home={home}",
+        argv = [java_bin(), *PEER_JVM, *jvm, f"-Duser.home={home}",
                 "-Drocketmq.client.rebalance.waitInterval=1000",
                 "-cp", client_classpath(line), f"rmqinterop.{main}", *[str(a) for a in args]]
         (home / "argv.txt").write_text(" ".join(argv) + "\n")
@@ -458,10 +487,10 @@ class Ctx:
             r["_logs"] = logs
         return results
 
-    def admin(self, namesrv, *ops, timeout=120):
+    def admin(self, namesrv, *ops, timeout=120, jvm=()):
         """Runs Admin (5.x tools) with one operation per entry of ops; returns the results."""
         results = self.peer("5", "Admin", ["--namesrv", namesrv, "--batch"], timeout=timeout,
-                            stdin_text="\n".join(ops) + "\n")
+                            stdin_text="\n".join(ops) + "\n", jvm=jvm)
         if len(results) != len(ops):
             raise Fail(f"Admin ran {len(results)} of {len(ops)} operations", results[0]["_logs"] if results else [])
         return results
@@ -472,6 +501,44 @@ class Ctx:
         check(r["ok"], f"broker {broker.broker_name} ids {ids} not in cluster info of {namesrv}: {r.get('error')}",
               r["_logs"])
         return r
+
+    def cli(self, namesrv, tls_args, *cmd, timeout=30):
+        """Runs our admin CLI (`<binary> admin -n namesrv TLS_ARGS --json CMD`); returns (exit
+        status, parsed stdout or None, stderr text). It speaks to Java's NameServer as well."""
+        if not self.binary.is_file():
+            raise Fail(f"{self.binary} not found: run `cargo build --release`")
+        argv = [str(self.binary), "admin", "-n", namesrv, "--timeout", "5s", "--json", *map(str, tls_args),
+                *map(str, cmd)]
+        try:
+            r = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout,
+                               preexec_fn=_child_setup)
+        except subprocess.TimeoutExpired:
+            raise Fail(f"{' '.join(argv)}: no exit within {timeout} s", self.logs)
+        out = r.stdout.decode(errors="replace").strip()
+        try:
+            doc = json.loads(out) if out else None
+        except ValueError:
+            doc = None
+        return r.returncode, doc, r.stderr.decode(errors="replace").strip()
+
+    def cli_wait_registered(self, namesrv, tls_args, broker, timeout=60):
+        """Polls `admin clusterList` (our CLI, with tls_args) until broker's id maps to its
+        address; returns seconds waited."""
+        t0 = time.monotonic()
+        last = {}
+
+        def listed():
+            rc, doc, err = self.cli(namesrv, tls_args, "clusterList")
+            last.update(rc=rc, doc=doc, err=err)
+            addrs = cluster_brokers(doc or {}).get(broker.broker_name, {})
+            return rc == 0 and addrs.get(str(broker.broker_id)) == broker.addr
+
+        try:
+            wait_until(f"{broker.broker_name} in clusterList over TLS", timeout, 1, listed)
+        except Fail as e:
+            raise Fail(f"{e}; last: exit {last.get('rc')}, {json.dumps(last.get('doc'))[:600]} {last.get('err', '')[:400]}",
+                       self.logs)
+        return time.monotonic() - t0
 
     # -- Go and C++ peers ----------------------------------------------------------------------
 
@@ -585,6 +652,228 @@ def route_addrs(result, broker_name):
     return None
 
 
+
+# ---------------------------------------------------------------------------------------------
+# TLS: certificates made by each scenario with openssl, raw probes, Java's tls.* options
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+class Certs:
+    """Made by make_certs() in one scenario's directory (never in the repository): a CA; a
+    server certificate for IP 127.0.0.1 and DNS localhost signed by it (EKU serverAuth and
+    clientAuth; key as plain PKCS#8 and as a PBES2-encrypted PKCS#8 copy); a client
+    certificate signed by the CA; a second, rogue CA with a client certificate of its own.
+    EC P-256 keys, valid for 2 days."""
+
+    def __init__(self, d):
+        self.dir = d
+        self.ca = d / "ca.pem"
+        self.server_cert = d / "server.pem"
+        self.server_key = d / "server.key"
+        self.server_key_enc = d / "server.enc.key"
+        self.server_key_password = "".join(random.choice(string.ascii_letters + string.digits) for _ in range(16))
+        self.client_cert = d / "client.pem"
+        self.client_key = d / "client.key"
+        self.rogue_ca = d / "rogue-ca.pem"
+        self.rogue_client_cert = d / "rogue-client.pem"
+        self.rogue_client_key = d / "rogue-client.key"
+        # a tls.config.file that does not exist, so that no /etc/rocketmq/tls.properties of the
+        # host (the default, for Java and for us) takes part
+        self.no_config_file = d / "no-such-tls.properties"
+
+
+def make_certs(ctx):
+    openssl = shutil.which("openssl")
+    if not openssl:
+        raise Fail("openssl not found (the TLS scenarios make their certificates with it): apt-get install -y openssl")
+    certs = Certs(ctx.dir / "certs")
+    d = certs.dir
+    d.mkdir(parents=True, exist_ok=True)
+    log = d / "openssl.log"
+
+    def run(*args):
+        with open(log, "ab") as out:
+            out.write(("$ openssl " + " ".join(map(str, args)) + "\n").encode())
+            out.flush()
+            r = subprocess.run([openssl, *map(str, args)], cwd=d, stdin=subprocess.DEVNULL, stdout=out,
+                               stderr=subprocess.STDOUT, timeout=60)
+        if r.returncode != 0:
+            raise Fail(f"openssl {args[0]} failed (exit {r.returncode})", [("openssl", log)])
+
+    def key(path):
+        run("genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", path)
+
+    def ca(name, cert, key_path):
+        key(key_path)
+        run("req", "-x509", "-new", "-key", key_path, "-sha256", "-days", 2, "-subj", f"/CN={name}",
+            "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign",
+            "-out", cert)
+
+    def leaf(name, cert, key_path, ca_cert, ca_key, ext):
+        key(key_path)
+        csr = d / f"{cert.stem}.csr"
+        run("req", "-new", "-key", key_path, "-subj", f"/CN={name}", "-out", csr)
+        ext_file = d / f"{cert.stem}.ext"
+        ext_file.write_text(ext)
+        run("x509", "-req", "-in", csr, "-CA", ca_cert, "-CAkey", ca_key, "-set_serial", random.randrange(1, 2**62),
+            "-days", 2, "-sha256", "-extfile", ext_file, "-out", cert)
+
+    leaf_ext = "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\n"
+    ca("rmq-interop test CA", certs.ca, d / "ca.key")
+    leaf("localhost", certs.server_cert, certs.server_key, certs.ca, d / "ca.key",
+         leaf_ext + "extendedKeyUsage=serverAuth,clientAuth\nsubjectAltName=IP:127.0.0.1,DNS:localhost\n")
+    run("pkcs8", "-topk8", "-v2", "aes-256-cbc", "-in", certs.server_key, "-out", certs.server_key_enc,
+        "-passout", f"pass:{certs.server_key_password}")
+    leaf("rmq-interop client", certs.client_cert, certs.client_key, certs.ca, d / "ca.key",
+         leaf_ext + "extendedKeyUsage=clientAuth\n")
+    ca("rmq-interop rogue CA", certs.rogue_ca, d / "rogue-ca.key")
+    leaf("rmq-interop rogue client", certs.rogue_client_cert, certs.rogue_client_key, certs.rogue_ca,
+         d / "rogue-ca.key", leaf_ext + "extendedKeyUsage=clientAuth\n")
+    return certs
+
+
+def java_tls_client(certs, trust=None, client_cert=False):
+    """JVM options of a Java peer (or a broker's outbound side) talking TLS to the NameServer
+    and brokers, verifying the server's certificate chain against `trust` (default: the CA;
+    Java checks the chain, not the name). With client_cert it offers the client certificate to
+    servers that ask for one. Java takes tls.test.mode.enable for the whole JVM: false here, so a
+    broker also needs java_tls_broker_port()."""
+    flags = ["-Dtls.enable=true", "-Dtls.test.mode.enable=false", "-Dtls.client.authServer=true",
+             f"-Dtls.client.trustCertPath={trust or certs.ca}", f"-Dtls.config.file={certs.no_config_file}"]
+    if client_cert:
+        flags += [f"-Dtls.client.certPath={certs.client_cert}", f"-Dtls.client.keyPath={certs.client_key}"]
+    return flags
+
+
+def java_tls_broker_port(certs):
+    """JVM options for a broker's own port: permissive (Java's default: TLS and plaintext)
+    with the CA-signed 127.0.0.1 certificate rather than a self-signed one, so that clients
+    verifying the server certificate accept the broker too."""
+    return ["-Dtls.server.mode=permissive", "-Dtls.test.mode.enable=false",
+            f"-Dtls.server.certPath={certs.server_cert}", f"-Dtls.server.keyPath={certs.server_key}",
+            f"-Dtls.config.file={certs.no_config_file}"]
+
+
+def dedup_flags(flags):
+    """Keeps the last of each -Dkey=... (the others once)."""
+    out, seen = [], set()
+    for f in reversed(flags):
+        key = f.split("=", 1)[0] if f.startswith("-D") else f
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(f)
+    return out[::-1]
+
+
+def tls_toml(props):
+    """Java tls.* server settings as our TOML [tls] section (tls_form "toml")."""
+    names = {
+        "tls.server.mode": ("mode", str), "tls.server.certPath": ("cert_path", str),
+        "tls.server.keyPath": ("key_path", str), "tls.server.keyPassword": ("key_password", str),
+        "tls.server.need.client.auth": ("need_client_auth", str), "tls.server.authClient": ("auth_client", bool),
+        "tls.server.trustCertPath": ("trust_cert_path", str), "tls.test.mode.enable": ("test_mode", bool),
+        "tls.config.file": ("config_file", str),
+    }
+    lines = ["[tls]"]
+    for key, value in props.items():
+        name, kind = names[key]
+        if kind is bool:
+            lines.append(f"{name} = {str(value).lower()}")
+        else:
+            lines.append(f"{name} = {json.dumps(str(value))}")
+    return "\n".join(lines) + "\n"
+
+
+def remoting_frame(code, opaque=1):
+    """A RocketMQ request frame with a JSON header and no body."""
+    header = json.dumps({"code": code, "flag": 0, "language": "JAVA", "opaque": opaque,
+                         "serializeTypeCurrentRPC": "JSON", "version": 0}).encode()
+    return struct.pack(">II", 4 + len(header), len(header)) + header
+
+
+def read_reply(sock):
+    """Reads one frame; returns its JSON header as a dict (None on EOF before a whole frame)."""
+    def exactly(n):
+        buf = b""
+        while len(buf) < n:
+            chunk = sock.recv(n - len(buf))
+            if not chunk:
+                return None
+            buf += chunk
+        return buf
+
+    head = exactly(4)
+    if head is None:
+        return None
+    frame = exactly(struct.unpack(">I", head)[0])
+    if frame is None:
+        return None
+    header_len = struct.unpack(">I", frame[:4])[0] & 0xFFFFFF
+    return json.loads(frame[4:4 + header_len])
+
+
+def plaintext_probe(addr, timeout=10):
+    """Sends GET_BROKER_CLUSTER_INFO (106) in plaintext. Returns "closed" when the server closes
+    the connection without a byte, "answered" on a reply, "bytes" on other bytes, "open" when it
+    neither answers nor closes within timeout."""
+    host, port = addr.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=timeout) as s:
+        try:
+            s.sendall(remoting_frame(106))
+            data = s.recv(4096)
+        except (ConnectionResetError, BrokenPipeError):
+            return "closed"
+        except socket.timeout:
+            return "open"
+        if not data:
+            return "closed"
+        return "answered" if len(data) >= 8 else "bytes"
+
+
+def tls_ask(addr, ca, cert=None, key=None, timeout=10):
+    """GET_BROKER_CLUSTER_INFO over TLS with Python's ssl (independent of our CLI and of
+    Java): the server certificate must chain to `ca` and name 127.0.0.1 (hostname check on);
+    optionally presents a client certificate. Returns (reply header, TLS version, cipher);
+    raises ssl.SSLError / OSError."""
+    context = ssl.create_default_context(cafile=str(ca))
+    context.check_hostname = True
+    if cert:
+        context.load_cert_chain(str(cert), str(key))
+    host, port = addr.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=timeout) as raw:
+        with context.wrap_socket(raw, server_hostname=host) as s:
+            s.sendall(remoting_frame(106, opaque=7))
+            reply = read_reply(s)
+            if reply is None:
+                raise ConnectionError("closed without a reply")
+            return reply, s.version(), s.cipher()[0]
+
+
+def ours_log(proc):
+    return ANSI.sub("", read_text(proc.stderr))
+
+
+def handshake_failures(ns):
+    """TLS handshakes our server logged as failed."""
+    return re.findall(r"TLS handshake failed: (.*)", ours_log(ns)) if ns.kind == "ours" else []
+
+
+def broker_tls_counts(broker):
+    """(TLS connections accepted by the broker's port, TLS connections the broker opened) from
+    its Java logs (5.x: remoting.log; 4.9.x here: broker.log)."""
+    text = "".join(read_text(p) for p in sorted(broker.log.parent.glob("*.log")))
+    return (text.count("Handlers prepended to channel pipeline to establish SSL connection"),
+            text.count("Prepend SSL handler"))
+
+
+def cluster_brokers(doc):
+    """{brokerName: {id: addr}} of a `rmq-namesrv admin --json clusterList` document."""
+    table = (doc.get("result") or {}).get("brokerAddrTable") or {}
+    return {name: {str(k): v for k, v in (b.get("brokerAddrs") or {}).items()} for name, b in table.items()}
+
+
 # ---------------------------------------------------------------------------------------------
 # scenarios
 
@@ -598,18 +887,20 @@ def scenario(name, modes=("ours", "java", "java4")):
     return register
 
 
-def produce_consume_probe(ctx, line, ns, broker):
+def produce_consume_probe(ctx, line, ns, broker, jvm=()):
     """Shared body: broker registered; line-`line` producer sends N, consumer receives N;
-    missing topic -> TOPIC_NOT_EXIST (17); route of the new topic names the broker."""
+    missing topic -> TOPIC_NOT_EXIST (17); route of the new topic names the broker. jvm: JVM
+    options of every peer (tls.*)."""
     n = ctx.count
     topic = ctx.uniq(f"interop{line}")
-    r = ctx.peer(line, "Producer", ["--namesrv", ns, "--topic", topic, "--count", n, "--prefix", "p"])
+    r = ctx.peer(line, "Producer", ["--namesrv", ns, "--topic", topic, "--count", n, "--prefix", "p"], jvm=jvm)
     check(r["succeeded"] == n and r["brokers"] == [broker.broker_name], f"producer: {compact(r)}", r["_logs"])
     ctx.peer(line, "Consumer", ["--namesrv", ns, "--topic", topic, "--group", ctx.uniq("cg"),
-                                "--count", n, "--prefix", "p", "--timeout-s", 60])
-    r = ctx.peer(line, "RouteProbe", ["--namesrv", ns, "--topic", ctx.uniq("missing"), "--expect", "missing"])
+                                "--count", n, "--prefix", "p", "--timeout-s", 60], jvm=jvm)
+    r = ctx.peer(line, "RouteProbe", ["--namesrv", ns, "--topic", ctx.uniq("missing"), "--expect", "missing"],
+                 jvm=jvm)
     check(r["code"] == 17, f"missing topic: expected code 17, got {compact(r)}", r["_logs"])
-    r = ctx.peer(line, "RouteProbe", ["--namesrv", ns, "--topic", topic, "--brokers", broker.broker_name])
+    r = ctx.peer(line, "RouteProbe", ["--namesrv", ns, "--topic", topic, "--brokers", broker.broker_name], jvm=jvm)
     check(route_addrs(r, broker.broker_name) == {str(broker.broker_id): broker.addr},
           f"route of {topic}: {compact(r)}", r["_logs"])
     return topic
@@ -886,6 +1177,222 @@ def s_admin(ctx):
 
 def ok(r):
     return None if r["ok"] else "failed"
+
+
+def tls_server_props(certs, mode, key="plain", **more):
+    """Java tls.* server settings with the CA-signed 127.0.0.1 certificate."""
+    props = {"tls.server.mode": mode, "tls.server.certPath": certs.server_cert}
+    if key == "encrypted":
+        props["tls.server.keyPath"] = certs.server_key_enc
+        props["tls.server.keyPassword"] = certs.server_key_password
+    else:
+        props["tls.server.keyPath"] = certs.server_key
+    props["tls.test.mode.enable"] = "false"
+    props.update(more)
+    props["tls.config.file"] = certs.no_config_file
+    return props
+
+
+def check_tls_front(ctx, ns, certs, plaintext, client=None):
+    """The NameServer's port as seen by raw clients: the plaintext request is refused
+    (plaintext="closed") or answered ("answered"); Python's ssl verifying chain and name
+    (127.0.0.1) gets an answer to GET_BROKER_CLUSTER_INFO; a client trusting another CA refuses
+    the server. client: (cert, key) to present. Returns a note for the output."""
+    verdict = plaintext_probe(ns.addr)
+    check(verdict == plaintext, f"plaintext GET_BROKER_CLUSTER_INFO to {ns.addr}: expected {plaintext}, got {verdict}",
+          ctx.logs)
+    cert, key = client or (None, None)
+    try:
+        reply, version, cipher = tls_ask(ns.addr, certs.ca, cert, key)
+    except (ssl.SSLError, OSError) as e:
+        raise Fail(f"TLS request (CA {certs.ca.name}, hostname 127.0.0.1) to {ns.addr} failed: {e!r}", ctx.logs)
+    check(reply.get("code") == 0 and reply.get("opaque") == 7 and reply.get("flag") == 1,
+          f"TLS GET_BROKER_CLUSTER_INFO: unexpected reply header {reply}", ctx.logs)
+    try:
+        tls_ask(ns.addr, certs.rogue_ca, cert, key)
+        raise Fail("a client trusting only another CA accepted the server's certificate", ctx.logs)
+    except ssl.SSLCertVerificationError:
+        pass
+    return f"plaintext request {verdict}; Python ssl (chain + name 127.0.0.1): {version} {cipher}"
+
+
+def tls_connections(ns):
+    """From our server's debug log (rmq_actors::connection=debug): {conn id: (tls, set of
+    request codes)}."""
+    conns = {}
+    for line in ours_log(ns).splitlines():
+        m = re.search(r"conn\{conn=(\S+) peer=\S+ tls=(true|false)\}.*\brequest code=(\S+)", line)
+        if m:
+            conns.setdefault(m.group(1), (m.group(2) == "true", set()))[1].add(m.group(3))
+    return conns
+
+
+@scenario("tls-enforcing5")
+def s_tls_enforcing5(ctx):
+    """NameServer in enforcing mode, configured with Java's tls.* names in a .properties file
+    (PBES2-encrypted PKCS#8 key + tls.server.keyPassword; plain key for --namesrv java4). Plaintext request closed without a reply;
+    Python ssl verifying chain and name gets answers; our CLI with --tls-ca works, without TLS
+    exits 3. A 5.5.0 broker with -Dtls.enable=true verifying the NameServer's certificate
+    (tls.client.authServer + trustCertPath) registers (seen by our CLI over TLS); 5.5.0
+    producer / consumer / route probe, also verifying, produce and consume N (to the broker over
+    TLS too: its permissive port serves the CA-signed certificate); a Java client trusting
+    another CA cannot query the NameServer."""
+    certs = make_certs(ctx)
+    # The 4.9.7 NameServer's Netty reads no PBES2-encrypted key ("PBES2 SecretKeyFactory not
+    # available"); 5.5.0 and ours do.
+    key = "plain" if ctx.mode == "java4" else "encrypted"
+    ns = ctx.start_namesrv(tls=tls_server_props(certs, "enforcing", key=key), tls_form="properties")
+    note = check_tls_front(ctx, ns, certs, plaintext="closed")
+    print(f"# {ctx.name}: {note}", flush=True)
+    provoked = len(handshake_failures(ns))  # the client that trusts another CA
+    rc, doc, err = ctx.cli(ns.addr, [], "clusterList")
+    check(rc == 3, f"our CLI in plaintext: expected exit 3 (unreachable), got {rc}: {doc} {err}", ctx.logs)
+    rc, doc, err = ctx.cli(ns.addr, ["--tls-ca", certs.rogue_ca], "clusterList")
+    check(rc == 3, f"our CLI trusting another CA: expected exit 3, got {rc}: {doc} {err}", ctx.logs)
+    provoked = len(handshake_failures(ns))
+    rc, doc, err = ctx.cli(ns.addr, ["--tls-ca", certs.ca], "clusterList")
+    check(rc == 0 and doc and doc.get("ok"), f"our CLI with --tls-ca: exit {rc}: {doc} {err}", ctx.logs)
+
+    broker_jvm = dedup_flags(java_tls_client(certs) + java_tls_broker_port(certs))
+    broker = ctx.start_broker("5", ns.addr, "broker-tls", jvm=broker_jvm)
+    took = ctx.cli_wait_registered(ns.addr, ["--tls-ca", certs.ca], broker)
+    print(f"# {ctx.name}: broker in clusterList (our CLI, --tls-ca) {took:.1f} s after its boot", flush=True)
+    peer_jvm = java_tls_client(certs)
+    produce_consume_probe(ctx, "5", ns.addr, broker, jvm=peer_jvm)
+    accepted, opened = broker_tls_counts(broker)
+    check(accepted >= 2 and opened >= 1, f"the broker's remoting log shows {accepted} TLS connection(s) to its port "
+          f"(producer and consumer expected) and {opened} TLS connection(s) it opened", ctx.logs)
+    unexpected = handshake_failures(ns)[provoked:]
+    check(not unexpected, f"our server logged failed TLS handshakes of the broker or peers: {unexpected}", ctx.logs)
+    r = ctx.peer("5", "RouteProbe", ["--namesrv", ns.addr, "--topic", broker.broker_name], expect_ok=False,
+                 jvm=java_tls_client(certs, trust=certs.rogue_ca))
+    check(not r["ok"] and r.get("code") == -1,
+          f"a Java client trusting another CA got an answer from the NameServer: {compact(r)}", r["_logs"])
+    if ns.kind == "ours":
+        log = ours_log(ns)
+        check("plaintext connection refused: TLS is enforced" in log,
+              "our server did not log the refused plaintext connection", ctx.logs)
+        failed = re.findall(r"TLS handshake failed: (.*)", log)
+        print(f"# {ctx.name}: server log: {log.count('plaintext connection refused')} plaintext connection(s) "
+              f"refused, {len(failed)} handshake(s) failed ({'; '.join(sorted(set(failed)))})", flush=True)
+
+
+@scenario("tls-permissive4")
+def s_tls_permissive4(ctx):
+    """NameServer in permissive mode ([tls] in TOML). A 4.9.7 broker registers in plaintext (its
+    own permissive port serves the CA-signed certificate); a 4.9.8 producer with
+    -Dtls.enable=true, verifying the certificates of the NameServer and the broker, sends N; a
+    plaintext 4.9.8 consumer receives them. Ours: the debug log shows REGISTER_BROKER on a
+    plaintext connection and the producer's route lookups on TLS ones; the broker's log shows
+    TLS connections to its port."""
+    certs = make_certs(ctx)
+    ns = ctx.start_namesrv(tls=tls_server_props(certs, "permissive"), tls_form="toml",
+                           log_level="info,rmq_actors::connection=debug")
+    note = check_tls_front(ctx, ns, certs, plaintext="answered")
+    print(f"# {ctx.name}: {note}", flush=True)
+    broker = ctx.start_broker("4", ns.addr, "broker-tls4", jvm=java_tls_broker_port(certs))
+    ctx.wait_registered(ns.addr, broker)  # plaintext (5.x tools)
+    n = ctx.count
+    topic = ctx.uniq("tls4")
+    r = ctx.peer("4", "Producer", ["--namesrv", ns.addr, "--topic", topic, "--count", n, "--prefix", "t"],
+                 jvm=java_tls_client(certs))
+    check(r["succeeded"] == n and r["brokers"] == [broker.broker_name], f"TLS producer: {compact(r)}", r["_logs"])
+    ctx.peer("4", "Consumer", ["--namesrv", ns.addr, "--topic", topic, "--group", ctx.uniq("cg"),
+                               "--count", n, "--prefix", "t", "--timeout-s", 60])
+    tls_at_broker, opened = broker_tls_counts(broker)
+    check(tls_at_broker >= 1, "the broker's log shows no TLS connection (the TLS producer's sends)", ctx.logs)
+    check(opened == 0, f"the plaintext broker opened {opened} TLS connection(s)", ctx.logs)
+    if ns.kind == "ours":
+        conns = tls_connections(ns)
+        reg = {c for c, (tls, codes) in conns.items() if any(x.startswith("REGISTER_BROKER") for x in codes)}
+        routes_tls = {c for c, (tls, codes) in conns.items()
+                      if tls and any(x.startswith("GET_ROUTEINFO_BY_TOPIC") for x in codes)}
+        routes_plain = {c for c, (tls, codes) in conns.items()
+                        if not tls and any(x.startswith("GET_ROUTEINFO_BY_TOPIC") for x in codes)}
+        check(reg and all(not conns[c][0] for c in reg),
+              f"REGISTER_BROKER not (only) on plaintext connections: {sorted(reg)}", ctx.logs)
+        check(routes_tls, "no GET_ROUTEINFO_BY_TOPIC on a TLS connection (the producer's)", ctx.logs)
+        check(routes_plain, "no GET_ROUTEINFO_BY_TOPIC on a plaintext connection (the consumer's)", ctx.logs)
+        print(f"# {ctx.name}: server log: REGISTER_BROKER on {len(reg)} plaintext connection(s); route lookups on "
+              f"{len(routes_tls)} TLS and {len(routes_plain)} plaintext connection(s); broker log: "
+              f"{tls_at_broker} TLS connection(s) to the broker", flush=True)
+
+
+@scenario("go-client-tls5")
+def s_go_client_tls(ctx):
+    """Go client (rocketmq-client-go v2 WithTls, which never verifies the server certificate)
+    against our server in enforcing mode ([tls] in TOML), with a 5.5.0 broker registering over
+    TLS: without --tls the route query fails; with --tls a missing topic is topic-not-exist, the
+    producer sends N (to the broker over TLS too), the route lists the broker, a push consumer
+    receives the N."""
+    certs = make_certs(ctx)
+    ns = ctx.start_namesrv(tls=tls_server_props(certs, "enforcing"), tls_form="toml")
+    broker_jvm = dedup_flags(java_tls_client(certs) + java_tls_broker_port(certs))
+    broker = ctx.start_broker("5", ns.addr, "broker-gotls", jvm=broker_jvm)
+    ctx.cli_wait_registered(ns.addr, ["--tls-ca", certs.ca], broker)
+    n = ctx.count
+    r = ctx.native_peer("go", "route", ["--namesrv", ns.addr, "--topic", ctx.uniq("missing"), "--expect", "absent"],
+                        peer_timeout=10, expect_ok=False)
+    check(not r["ok"] and r.get("result") == "ERROR",
+          f"go route without --tls against enforcing TLS: expected a transport error, got {compact(r)}", r["_logs"])
+    r = ctx.native_peer("go", "route", ["--tls", "--namesrv", ns.addr, "--topic", ctx.uniq("missing"),
+                                        "--expect", "absent"], peer_timeout=15)
+    check(r["result"] == "TOPIC_NOT_EXIST", f"go route of a missing topic over TLS: {compact(r)}", r["_logs"])
+    topic = ctx.uniq("gotls")
+    r = ctx.native_peer("go", "produce", ["--tls", "--namesrv", ns.addr, "--topic", topic, "--count", n,
+                                          "--prefix", "g"])
+    check(r["sent"] == n and {q.rsplit(":", 1)[0] for q in r["queues"]} == {broker.broker_name},
+          f"go produce over TLS: {compact(r)}", r["_logs"])
+
+    def routed():
+        x = ctx.native_peer("go", "route", ["--tls", "--namesrv", ns.addr, "--topic", topic], peer_timeout=15,
+                            expect_ok=False)
+        return x if x.get("ok") and x.get("brokers") == [broker.broker_name] else None
+
+    r = wait_until(f"go route of {topic} over TLS listing {broker.broker_name}", 30, 1, routed)
+    check(r["clusters"] == ["InteropCluster"] and r["write_queues"], f"go route of {topic}: {compact(r)}", r["_logs"])
+    ctx.native_peer("go", "consume", ["--tls", "--namesrv", ns.addr, "--topic", topic, "--group", ctx.uniq("cg"),
+                                      "--count", n, "--prefix", "g"])
+
+
+@scenario("tls-mtls5")
+def s_tls_mtls5(ctx):
+    """Mutual TLS: NameServer enforcing with need_client_auth = "require" and auth_client = true
+    against the CA ([tls] in TOML). Python ssl and our CLI get answers only with the CA-signed
+    client certificate (none, or one of another CA: refused); a 5.5.0 broker presenting the
+    client certificate (tls.client.certPath / keyPath, test mode off) registers; 5.5.0 peers
+    with the certificate produce and consume N; a Java client without one gets no answer."""
+    certs = make_certs(ctx)
+    ns = ctx.start_namesrv(tls=tls_server_props(certs, "enforcing", **{
+        "tls.server.need.client.auth": "require", "tls.server.authClient": "true",
+        "tls.server.trustCertPath": certs.ca}), tls_form="toml")
+    note = check_tls_front(ctx, ns, certs, plaintext="closed", client=(certs.client_cert, certs.client_key))
+    print(f"# {ctx.name}: {note}", flush=True)
+    for label, cert, key in (("no client certificate", None, None),
+                             ("a client certificate of another CA", certs.rogue_client_cert, certs.rogue_client_key)):
+        try:
+            reply = tls_ask(ns.addr, certs.ca, cert, key)
+            raise Fail(f"mTLS: a request with {label} was answered: {reply}", ctx.logs)
+        except (ssl.SSLError, OSError):
+            pass
+    mine = ["--tls-ca", certs.ca, "--tls-cert", certs.client_cert, "--tls-key", certs.client_key]
+    rc, doc, err = ctx.cli(ns.addr, ["--tls-ca", certs.ca], "clusterList")
+    check(rc == 3, f"our CLI without a client certificate: expected exit 3, got {rc}: {doc} {err}", ctx.logs)
+    rc, doc, err = ctx.cli(ns.addr, mine, "clusterList")
+    check(rc == 0 and doc and doc.get("ok"), f"our CLI with the client certificate: exit {rc}: {doc} {err}", ctx.logs)
+    provoked = len(handshake_failures(ns))
+
+    broker_jvm = dedup_flags(java_tls_client(certs, client_cert=True) + java_tls_broker_port(certs))
+    broker = ctx.start_broker("5", ns.addr, "broker-mtls", jvm=broker_jvm)
+    took = ctx.cli_wait_registered(ns.addr, mine, broker)
+    print(f"# {ctx.name}: broker (client certificate) in clusterList {took:.1f} s after its boot", flush=True)
+    produce_consume_probe(ctx, "5", ns.addr, broker, jvm=java_tls_client(certs, client_cert=True))
+    unexpected = handshake_failures(ns)[provoked:]
+    check(not unexpected, f"our server logged failed TLS handshakes of the broker or peers: {unexpected}", ctx.logs)
+    r = ctx.peer("5", "RouteProbe", ["--namesrv", ns.addr, "--topic", broker.broker_name], expect_ok=False,
+                 jvm=java_tls_client(certs))
+    check(not r["ok"] and r.get("code") == -1,
+          f"a Java client without a client certificate got an answer: {compact(r)}", r["_logs"])
 
 
 @scenario("diff-java5", modes=("ours",))

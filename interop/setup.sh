@@ -5,6 +5,7 @@
 #                               # build the Go peer and the C++ peer's venv (setup_go_cpp.sh)
 #
 # Needs: JDK 17 (java, javac), Maven 3.8+, network access to Maven Central through mvn;
+# openssl for run.py's TLS scenarios (checked here, only a warning when missing);
 # for setup_go_cpp.sh also Go >= 1.22 and python3 with venv (Linux x86_64), reaching the Go
 # module proxy and PyPI.
 # Everything downloaded or built goes under interop/.cache/ (git-ignored):
@@ -28,6 +29,10 @@ log() { printf 'setup: %s\n' "$*" >&2; }
 for tool in java javac mvn; do
     command -v "$tool" >/dev/null || { log "missing $tool"; exit 1; }
 done
+# run.py's TLS scenarios make their CA, server and client certificates with openssl at run time
+# (nothing to download here); without it they fail and the others still run.
+command -v openssl >/dev/null ||
+    log "WARNING: openssl not found; the TLS scenarios need it: apt-get install -y openssl"
 
 # resolve ROLE VERSION: copy the jars of profile ROLE at VERSION (and all their runtime
 # dependencies) into .cache/lib/ROLE-VERSION/, unless a previous run completed it.

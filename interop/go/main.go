@@ -6,6 +6,10 @@
 //	rmq-go-peer consume --namesrv "a;b" --topic T --group G --count N --timeout 60s
 //	rmq-go-peer route   --namesrv "a;b" --topic T [--expect present|absent]
 //
+// --tls (any subcommand) makes the client dial the NameServer and the brokers
+// with TLS (the library's WithTls option; it never verifies the server's
+// certificate: internal/remote/tcp_conn.go sets InsecureSkipVerify).
+//
 // Every subcommand prints exactly one result line on stdout, a JSON object
 // ({"peer":"go","cmd":...,"ok":true|false,...}); the client library's own
 // logging goes to stderr at level "error" unless --log-level says otherwise.
@@ -38,6 +42,8 @@ const usage = `usage:
   rmq-go-peer route   --namesrv "a;b" --topic T [--expect present|absent] [--timeout 20s]
 common flags: --log-level error|warn|info|debug (client library log level, default error)
               --log-file PATH (send the client library log to PATH instead of stderr)
+              --tls (TLS to the NameServer and the brokers; the client library accepts any
+              server certificate: it dials with InsecureSkipVerify and has no CA option)
 --namesrv defaults to $NAMESRV_ADDR, then 127.0.0.1:9876; addresses are separated by ';'.`
 
 type common struct {
@@ -46,6 +52,7 @@ type common struct {
 	logLevel string
 	logFile  string
 	timeout  time.Duration
+	tls      bool
 }
 
 func (c *common) register(fs *flag.FlagSet, defTimeout time.Duration) {
@@ -58,6 +65,7 @@ func (c *common) register(fs *flag.FlagSet, defTimeout time.Duration) {
 	fs.StringVar(&c.logLevel, "log-level", "error", "client library log level")
 	fs.StringVar(&c.logFile, "log-file", "", "write the client library log to this file")
 	fs.DurationVar(&c.timeout, "timeout", defTimeout, "overall deadline")
+	fs.BoolVar(&c.tls, "tls", false, "TLS to the NameServer and brokers (server certificate not verified by the library)")
 }
 
 func (c *common) addrs() []string {
@@ -125,12 +133,13 @@ func runProduce(args []string) {
 	}
 
 	start := time.Now()
-	fields := map[string]interface{}{"cmd": "produce", "topic": c.topic, "namesrv": c.namesrv, "requested": *count, "prefix": *prefix}
+	fields := map[string]interface{}{"cmd": "produce", "topic": c.topic, "namesrv": c.namesrv, "requested": *count, "prefix": *prefix, "tls": c.tls}
 	p, err := producer.NewDefaultProducer(
 		producer.WithNsResolver(primitive.NewPassthroughResolver(c.addrs())),
 		producer.WithGroupName(*group),
 		producer.WithRetry(2),
 		producer.WithSendMsgTimeout(5*time.Second),
+		producer.WithTls(c.tls),
 	)
 	if err == nil {
 		err = p.Start()
@@ -200,7 +209,7 @@ func runConsume(args []string) {
 	c.setupLogging()
 
 	start := time.Now()
-	fields := map[string]interface{}{"cmd": "consume", "topic": c.topic, "group": *group, "namesrv": c.namesrv, "requested": *count}
+	fields := map[string]interface{}{"cmd": "consume", "topic": c.topic, "group": *group, "namesrv": c.namesrv, "requested": *count, "tls": c.tls}
 	var mu sync.Mutex
 	seen := map[string]bool{}
 	deliveries := 0
@@ -212,6 +221,7 @@ func runConsume(args []string) {
 		consumer.WithGroupName(*group),
 		consumer.WithConsumerModel(consumer.Clustering),
 		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset),
+		consumer.WithTls(c.tls),
 	)
 	if err == nil {
 		err = pc.Subscribe(c.topic, consumer.MessageSelector{}, func(ctx context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
@@ -270,8 +280,8 @@ func runRoute(args []string) {
 	c.setupLogging()
 
 	start := time.Now()
-	fields := map[string]interface{}{"cmd": "route", "topic": c.topic, "namesrv": c.namesrv, "expect": *expect}
-	adm, err := admin.NewAdmin(admin.WithResolver(primitive.NewPassthroughResolver(c.addrs())))
+	fields := map[string]interface{}{"cmd": "route", "topic": c.topic, "namesrv": c.namesrv, "expect": *expect, "tls": c.tls}
+	adm, err := admin.NewAdmin(admin.WithResolver(primitive.NewPassthroughResolver(c.addrs())), admin.WithTls(c.tls))
 	if err != nil {
 		fields["error"] = err.Error()
 		result(false, fields)

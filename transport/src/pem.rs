@@ -129,8 +129,17 @@ fn decrypt_pkcs8(
     if label != "ENCRYPTED PRIVATE KEY" {
         return Err(invalid(path, format!("unexpected PEM label {label}")));
     }
-    let info = EncryptedPrivateKeyInfo::from_der(&der)
-        .map_err(|e| invalid(path, format!("bad encrypted PKCS#8 key: {e}")))?;
+    let info = EncryptedPrivateKeyInfo::from_der(&der).map_err(|e| {
+        invalid(
+            path,
+            format!(
+                "the key's encryption scheme is not supported ({e}): only PBES2 (PBKDF2 with \
+                 AES-CBC) is. Keys encrypted with PBES1 schemes (`openssl pkcs8 -topk8 -v1 \
+                 PBE-SHA1-RC4-128` or `PBE-SHA1-3DES`, what Java 4.9 and Java's TLS guide use) \
+                 must be converted: openssl pkcs8 -topk8 -v2 aes-256-cbc -in KEY -out KEY.p8"
+            ),
+        )
+    })?;
     let document = info.decrypt(password.expose().as_bytes()).map_err(|e| {
         invalid(
             path,
