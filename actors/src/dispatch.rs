@@ -11,9 +11,9 @@ use rmq_protocol::body::{DataVersion, TopicRouteData};
 use rmq_protocol::code::version;
 use rmq_protocol::custom_headers::{
     BrokerHeartbeatHeader, BrokerIdentityHeader, BrokerNameHeader, CommandHeader,
-    DeleteKvConfigHeader, DeleteTopicHeader, GetBrokerMemberGroupHeader, GetKvConfigHeader,
-    GetKvListByNamespaceHeader, GetRouteInfoHeader, GetTopicsByClusterHeader, HeaderFieldError,
-    PutKvConfigHeader, QueryDataVersionHeader, RegisterTopicHeader,
+    DeleteKvConfigHeader, DeleteTopicHeader, ExtReader, GetBrokerMemberGroupHeader,
+    GetKvConfigHeader, GetKvListByNamespaceHeader, GetTopicsByClusterHeader, HeaderFieldError,
+    PutKvConfigHeader, QueryDataVersionHeader, RegisterTopicHeader, ZONE_MODE, ZONE_NAME,
 };
 use rmq_protocol::fastjson::{self, JsonStyle};
 use rmq_protocol::{RemotingCommand, RequestCode};
@@ -82,13 +82,12 @@ fn route(
         C::QUERY_DATA_VERSION => out.answer_later(to.routes.send(query_data_version(cmd)?)),
         // Routes and cluster: the RouteRegistry (in cluster-test mode a route miss is then looked
         // up on the product environment).
-        C::GET_ROUTEINFO_BY_TOPIC => {
-            let query = get_route_info(cmd)?;
-            match &to.product_env {
-                None => route_query(query, to, out),
-                Some(env) => out.answer_later(route_with_fallback(&to.routes, env, query)),
+        C::GET_ROUTEINFO_BY_TOPIC => match &to.product_env {
+            None => route_query(cmd, to, out),
+            Some(env) => {
+                out.answer_later(route_with_fallback(&to.routes, env, get_route_info(cmd)?))
             }
-        }
+        },
         C::GET_BROKER_CLUSTER_INFO => out.answer_later(to.routes.send(GetClusterInfo)),
         C::GET_BROKER_MEMBER_GROUP => out.answer_later(to.routes.send(member_group(cmd)?)),
         C::WIPE_WRITE_PERM_OF_BROKER => out.answer_later(to.routes.send(WipeWritePerm {
@@ -118,24 +117,30 @@ fn route(
     Ok(())
 }
 
-/// GET_ROUTEINFO_BY_TOPIC: from this thread's route cache when it has the route, else from the
-/// registry, whose answer then fills the cache. Zone-filtered queries always ask the registry.
-fn route_query(query: GetRouteInfo, to: &Services, out: &mut impl Responder) {
-    if let (Some(topic), None) = (&query.topic, &query.zone) {
-        if let Some(body) = route_cache::lookup(to.route_cache, topic, query.style) {
+/// GET_ROUTEINFO_BY_TOPIC: from this thread's route cache when it has the route (read from the
+/// header without copying anything), else from the registry, whose answer then fills the cache.
+/// Zone-filtered queries always ask the registry.
+fn route_query(cmd: &RemotingCommand, to: &Services, out: &mut impl Responder) {
+    let (topic, style, zone) = route_key(cmd);
+    if let (Some(topic), None) = (topic, zone) {
+        if let Some(body) = route_cache::lookup(to.route_cache, topic, style) {
             out.answer(RemotingCommand::success().with_body(body));
             return;
         }
     }
-    let cacheable = match (&query.topic, &query.zone) {
-        (Some(topic), None) => Some((topic.clone(), query.style)),
+    let fill = match (topic, zone) {
+        (Some(topic), None) => Some(topic.to_owned()),
         _ => None,
     };
-    let reply = to.routes.send(query);
+    let reply = to.routes.send(GetRouteInfo {
+        topic: topic.map(str::to_owned),
+        style,
+        zone: zone.map(str::to_owned),
+    });
     let cache = to.route_cache;
     out.answer_later(async move {
         let reply = reply.await?;
-        if let (Ok(route), Some((topic, style))) = (&reply, cacheable) {
+        if let (Ok(route), Some(topic)) = (&reply, fill) {
             route_cache::fill(cache, &topic, style, route.body.clone(), route.generation);
         }
         Ok(reply)
@@ -224,22 +229,30 @@ fn query_data_version(cmd: &RemotingCommand) -> Decoded<QueryDataVersion> {
     })
 }
 
-/// GET_ROUTEINFO_BY_TOPIC: standard JSON for V4_9_4+ requests or when asked for, legacy
-/// otherwise; a zone only in zone mode and when not blank.
+/// What a route query asks, borrowed from its header: the topic, the JSON style (standard for
+/// V4_9_4+ requests or when asked for, legacy otherwise) and the zone (only in zone mode and
+/// when not blank). Reading it allocates nothing.
+fn route_key(cmd: &RemotingCommand) -> (Option<&str>, JsonStyle, Option<&str>) {
+    let ext = ExtReader::of(cmd);
+    let style =
+        if cmd.version >= version::V4_9_4 || ext.bool("acceptStandardJsonOnly") == Some(true) {
+            JsonStyle::Standard
+        } else {
+            JsonStyle::Legacy
+        };
+    let zone = ext
+        .get(ZONE_NAME)
+        .filter(|zone| ext.bool(ZONE_MODE) == Some(true) && !zone.trim().is_empty());
+    (ext.get("topic"), style, zone)
+}
+
+/// GET_ROUTEINFO_BY_TOPIC as a message to the registry.
 fn get_route_info(cmd: &RemotingCommand) -> Decoded<GetRouteInfo> {
-    let h = read_header::<GetRouteInfoHeader>(cmd)?;
-    let style = if cmd.version >= version::V4_9_4 || h.accept_standard_json_only == Some(true) {
-        JsonStyle::Standard
-    } else {
-        JsonStyle::Legacy
-    };
-    let zone = h
-        .zone_name
-        .filter(|zone| h.zone_mode && !zone.trim().is_empty());
+    let (topic, style, zone) = route_key(cmd);
     Ok(GetRouteInfo {
-        topic: h.topic,
+        topic: topic.map(str::to_owned),
         style,
-        zone,
+        zone: zone.map(str::to_owned),
     })
 }
 
