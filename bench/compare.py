@@ -3,6 +3,7 @@
 
     cargo build --release --workspace        # builds target/release/rmq-namesrv and rmq-bench
     python3 bench/compare.py [--quick]       # ~3.5 min (full) or ~1.5 min (--quick)
+    python3 bench/compare.py --tls [--quick] # plus the route workloads over TLS (+1.5 min, --quick +40 s)
 
 The servers run ONE AFTER THE OTHER on the same 127.0.0.1 port, Java first (its closed-loop
 throughput sets the offered load of the open-loop run for both). Per server:
@@ -12,6 +13,13 @@ throughput sets the offered load of the open-loop run for both). Per server:
   storm    100 brokers x 10,000 topics re-registering every 3 s, route queries at a fixed rate,
            compared with an idle phase before (fresh server instance)
   startup  spawn -> first accepted connection, idle RSS 2 s later (fresh instance)
+
+With --tls, right after its plaintext routes each server runs again as a fresh instance with TLS
+enforced and its test-mode self-signed certificate (Java: -Dtls.server.mode=enforcing
+-Dtls.test.mode.enable=true; ours: [tls] mode = "enforcing", test_mode = true; neither reads a
+tls.config.file), and the same two routes workloads run with `rmq-bench --tls` (every connection
+TLS, Java's client semantics). The TLS open loop offers --open-fraction of Java's TLS closed-loop
+throughput to both. A second table prints the TLS figures next to the plaintext ones.
 
 The Java NameServer runs with the JVM options of its mqnamesrv/runserver.sh for Java >= 9 (4 GiB
 heap, G1) and its jars from interop/.cache (interop/setup.sh fetches them); ours with
@@ -120,8 +128,11 @@ class Bench:
 
     # -- servers -------------------------------------------------------------------------------
 
-    def server_argv(self, kind, home):
-        """(argv, env) starting `kind` on self.port with its state under home."""
+    def server_argv(self, kind, home, tls=False):
+        """(argv, env) starting `kind` on self.port with its state under home; with tls, TLS
+        enforced with the server's test-mode self-signed certificate."""
+        # A tls.config.file that does not exist: no /etc/rocketmq/tls.properties can change the run.
+        no_tls_file = home / "no-such-tls.properties"
         if kind == "java":
             conf = home / "namesrv.properties"
             interop.write_properties(conf, {
@@ -131,7 +142,9 @@ class Bench:
                 "rocketmqHome": home,
             })
             gc_log = f"-Xlog:gc*:file={home / 'rmq_srv_gc.log'}:time,tags:filecount=5,filesize=30M"
-            argv = [interop.java_bin(), *JAVA_NAMESRV_OPTS, gc_log, f"-Duser.home={home}",
+            tls_opts = ["-Dtls.server.mode=enforcing", "-Dtls.test.mode.enable=true",
+                        f"-Dtls.config.file={no_tls_file}"] if tls else []
+            argv = [interop.java_bin(), *JAVA_NAMESRV_OPTS, gc_log, f"-Duser.home={home}", *tls_opts,
                     "-cp", interop.server_classpath("5", "namesrv"),
                     "org.apache.rocketmq.namesrv.NamesrvStartup", "-c", str(conf)]
             return argv, {"ROCKETMQ_HOME": str(home)}
@@ -139,16 +152,20 @@ class Bench:
                 "--kv-config-path", str(home / "kvConfig.json"),
                 "--config-store-path", str(home / "namesrv.properties"),
                 "--log-level", "warn"]
+        if tls:
+            conf = home / "tls.toml"
+            conf.write_text(f'[tls]\nmode = "enforcing"\ntest_mode = true\nconfig_file = "{no_tls_file}"\n')
+            argv += ["--config", str(conf)]
         return argv, {}
 
     def port_free(self):
         ok = interop.wait_until(f"{self.addr} to be free", 30, 0.2, lambda: not interop.port_open(self.addr))
         return ok
 
-    def start(self, kind, label):
+    def start(self, kind, label, tls=False):
         self.port_free()
         home = self.ctx.home(label)
-        argv, env = self.server_argv(kind, home)
+        argv, env = self.server_argv(kind, home, tls)
         proc = self.ctx.spawn(label, self.nice + argv, home, env=env)
         proc.addr = self.addr
         self.ctx.logs.append((f"{label} stderr", proc.stderr))
@@ -213,9 +230,10 @@ class Bench:
               f"{result['other_cores']:.2f} cores", flush=True)
         return result
 
-    def routes(self, label, pid, rate=None):
+    def routes(self, label, pid, rate=None, tls=False):
         a = self.args
-        argv = ["--pid", str(pid), "routes", "--brokers", str(a.route_brokers), "--topics", str(a.route_topics),
+        argv = ["--pid", str(pid), *(["--tls"] if tls else []),
+                "routes", "--brokers", str(a.route_brokers), "--topics", str(a.route_topics),
                 "--connections", str(a.connections), "--pipeline", str(a.pipeline),
                 "--warmup", a.routes_warmup, "--duration", a.routes_duration]
         if rate:
@@ -240,8 +258,9 @@ class Bench:
 
     # -- one server ----------------------------------------------------------------------------
 
-    def suite(self, kind, open_rate):
-        """Every workload against `kind`; open_rate None = take it from this closed-loop run."""
+    def suite(self, kind, open_rate, tls_open_rate):
+        """Every workload against `kind`; an open rate None = take it from this server's
+        closed-loop run (plaintext and TLS apart)."""
         out = {}
         proc = self.start(kind, f"{kind}-routes")
         try:
@@ -251,13 +270,24 @@ class Bench:
             out["routes_open"] = self.routes(f"{kind}-routes-open", proc.pid, rate=open_rate)
         finally:
             self.stop(proc)
+        if self.args.tls:
+            proc = self.start(kind, f"{kind}-tls-routes", tls=True)
+            try:
+                out["tls_routes_closed"] = self.routes(f"{kind}-tls-routes-closed", proc.pid, tls=True)
+                if tls_open_rate is None:
+                    tls_open_rate = max(1, round(out["tls_routes_closed"]["throughput_rps"]
+                                                 * self.args.open_fraction))
+                out["tls_routes_open"] = self.routes(f"{kind}-tls-routes-open", proc.pid, rate=tls_open_rate,
+                                                     tls=True)
+            finally:
+                self.stop(proc)
         proc = self.start(kind, f"{kind}-storm")
         try:
             out["storm"] = self.storm(f"{kind}-storm", proc.pid)
         finally:
             self.stop(proc)
         out["startup"] = self.startup(kind, f"{kind}-startup")
-        return out, open_rate
+        return out, open_rate, tls_open_rate
 
 
 # ---------------------------------------------------------------------------------------------
@@ -308,6 +338,29 @@ ROWS = [
     ("storm: CPU not charged to us", "cores", ("storm", "other_cores"), 1),
     ("startup: spawn to accepting", "ms", ("startup", "ready_ms"), 1),
     ("startup: idle RSS after 2 s", "MiB", ("startup", "idle_rss_kib"), 1024),
+]
+
+
+# (label, unit, path inside routes_closed / routes_open, scale): the TLS table shows each next to
+# the same figure in plaintext.
+TLS_ROWS = [
+    ("routes closed: throughput", "req/s", ("routes_closed", "throughput_rps"), 1),
+    ("routes closed: p50", "µs", ("routes_closed", "latency_us", "p50"), 1),
+    ("routes closed: p99", "µs", ("routes_closed", "latency_us", "p99"), 1),
+    ("routes closed: p99.9", "µs", ("routes_closed", "latency_us", "p999"), 1),
+    ("routes closed: server CPU", "cores", ("routes_closed", "cpu", "server_cores"), 1),
+    ("routes closed: generator CPU", "cores", ("routes_closed", "cpu", "bench_cores"), 1),
+    ("routes closed: server RSS", "MiB", ("routes_closed", "server", "rss_kib"), 1024),
+    ("routes closed: CPU not charged to us", "cores", ("routes_closed", "other_cores"), 1),
+    ("routes open: offered", "req/s", ("routes_open", "rate"), 1),
+    ("routes open: answered", "req/s", ("routes_open", "throughput_rps"), 1),
+    ("routes open: p50", "µs", ("routes_open", "latency_us", "p50"), 1),
+    ("routes open: p99", "µs", ("routes_open", "latency_us", "p99"), 1),
+    ("routes open: p99.9", "µs", ("routes_open", "latency_us", "p999"), 1),
+    ("routes open: server CPU", "cores", ("routes_open", "cpu", "server_cores"), 1),
+    ("routes open: generator CPU", "cores", ("routes_open", "cpu", "bench_cores"), 1),
+    ("routes open: pacer lag p99", "µs", ("routes_open", "open_loop", "pacer_lag_us", "p99"), 1),
+    ("routes open: CPU not charged to us", "cores", ("routes_open", "other_cores"), 1),
 ]
 
 
@@ -372,6 +425,34 @@ def report(results, meta):
     return verdicts
 
 
+def report_tls(results):
+    """The TLS figures next to the plaintext ones: Java TLS, ours TLS, ours/Java over TLS, and each
+    server's TLS / plaintext."""
+    if not any(dig(results.get(k), "tls_routes_closed") for k in ("java", "ours")):
+        return
+    width = max(len(r[0]) + len(r[1]) + 3 for r in TLS_ROWS)
+    print()
+    print("TLS (enforcing, each server's test-mode self-signed certificate; connections opened before measuring):")
+    for kind, name in (("java", "Java 5.5.0"), ("ours", "ours")):
+        tls = dig(results.get(kind), "tls_routes_closed", "tls")
+        if tls:
+            print(f"  {name}: {tls.get('protocol')} {tls.get('cipher_suite')}")
+    print(f"{'':{width}}  {'Java TLS':>10}  {'ours TLS':>10}  {'ours/Java':>9}  {'Java TLS/plain':>14}  "
+          f"{'ours TLS/plain':>14}")
+
+    def r3(value):
+        return "-" if value is None else f"{value:.3f}"
+
+    for label, unit, path, scale in TLS_ROWS:
+        tls_path = ("tls_" + path[0], *path[1:])
+        j, o = dig(results.get("java"), *tls_path), dig(results.get("ours"), *tls_path)
+        jp, op = dig(results.get("java"), *path), dig(results.get("ours"), *path)
+        name = f"{label} ({unit})" if unit else label
+        print(f"{name:{width}}  {fmt(j, scale):>10}  {fmt(o, scale):>10}  {r3(ratio(o, j)):>9}  "
+              f"{r3(ratio(j, jp)):>14}  {r3(ratio(o, op)):>14}")
+    print("  (TLS/plain of the open loop compares different offered loads when the two rows 'offered' differ)")
+
+
 def enter_netns(args):
     """Re-executes this script in a new loopback-only network namespace (like interop/run.py)."""
     unshare = shutil.which("unshare")
@@ -394,6 +475,12 @@ def main():
                         help="open-loop offered load as a fraction of Java's closed-loop throughput (0.5)")
     parser.add_argument("--open-rate", type=int, default=None,
                         help="open-loop offered load in req/s (overrides --open-fraction)")
+    parser.add_argument("--tls", action="store_true",
+                        help="also run the routes workloads over TLS against a fresh TLS-enforcing instance of "
+                             "each server (adds ~1.5 min, --quick ~40 s)")
+    parser.add_argument("--tls-open-rate", type=int, default=None,
+                        help="TLS open-loop offered load in req/s (default: --open-fraction of Java's TLS "
+                             "closed-loop throughput)")
     parser.add_argument("--servers", default="java,ours", help="which servers, in order (java,ours)")
     parser.add_argument("--binary", default=str(OUR_BINARY.relative_to(REPO)),
                         help="our server's binary, relative to the repo root or absolute "
@@ -437,19 +524,20 @@ def main():
     meta = {"mode": "quick" if args.quick else "full", "cpus": os.cpu_count(), "load_before": load(),
             "port": bench.port, "settings": {k: getattr(args, k) for k in FULL},
             "open_fraction": args.open_fraction, "nice": args.nice, "threads": args.threads,
-            "binary": args.binary}
+            "binary": args.binary, "tls": args.tls}
     print(f"# rmq-bench compare ({meta['mode']}): servers {servers} on {bench.addr}, work dir {work}", flush=True)
     print(f"# load average {meta['load_before']} (1, 5 min) on {meta['cpus']} CPUs", flush=True)
     results = {}
     failed = None
     started = time.monotonic()
-    open_rate = args.open_rate
+    open_rate, tls_open_rate = args.open_rate, args.tls_open_rate
     try:
         for kind in servers:
             t0 = time.monotonic()
             print(f"## {kind}", flush=True)
-            results[kind], rate = bench.suite(kind, open_rate)
+            results[kind], rate, tls_rate = bench.suite(kind, open_rate, tls_open_rate)
             open_rate = open_rate or rate
+            tls_open_rate = tls_open_rate or tls_rate
             print(f"# {kind}: {time.monotonic() - t0:.0f} s", flush=True)
     except interop.Fail as e:
         failed = str(e)
@@ -463,7 +551,9 @@ def main():
     meta["load_after"] = load()
     meta["seconds"] = round(time.monotonic() - started)
     meta["open_rate"] = open_rate
+    meta["tls_open_rate"] = tls_open_rate
     verdicts = report(results, meta)
+    report_tls(results)
     print(f"# total {meta['seconds']} s", flush=True)
     if failed or args.keep:
         print(f"# work dir kept: {work}", flush=True)

@@ -9,7 +9,9 @@ use bytes::{Bytes, BytesMut};
 use rmq_protocol::codec::encode_frame;
 use rmq_protocol::ResponseCode;
 use rmq_tools::broker::FakeBroker;
-use tokio::net::TcpStream;
+use rmq_transport::client::ClientStream;
+use rustls::ClientConfig;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
@@ -61,9 +63,9 @@ impl Broker {
 
     /// Sends the registration on `stream` and waits for its reply; an answer other than SUCCESS
     /// is an error.
-    pub async fn register(
+    pub async fn register<S: AsyncRead + AsyncWrite + Unpin>(
         &self,
-        stream: &mut TcpStream,
+        stream: &mut S,
         buf: &mut BytesMut,
         timeout: Duration,
     ) -> Result<Reply, BenchError> {
@@ -78,17 +80,20 @@ impl Broker {
     }
 }
 
-/// A registered broker with its open connection (closing it would unregister the broker).
+/// A registered broker with its open connection (closing it would unregister the broker), plain
+/// TCP or TLS.
 pub struct Registered {
     pub broker: Arc<Broker>,
-    pub stream: TcpStream,
+    pub stream: ClientStream,
     pub buf: BytesMut,
 }
 
-/// Connects and registers every broker, at most `concurrency` at a time, each registration
-/// bounded by `timeout`. Returns them in their original order and how long it took.
+/// Connects (with TLS when `tls` is given) and registers every broker, at most `concurrency` at a
+/// time, each registration bounded by `timeout`. Returns them in their original order and how
+/// long it took.
 pub async fn register_all(
     addr: SocketAddr,
+    tls: Option<&Arc<ClientConfig>>,
     brokers: Vec<Arc<Broker>>,
     concurrency: usize,
     timeout: Duration,
@@ -98,12 +103,13 @@ pub async fn register_all(
     let mut tasks = JoinSet::new();
     for (i, broker) in brokers.into_iter().enumerate() {
         let permits = Arc::clone(&permits);
+        let tls = tls.cloned();
         tasks.spawn(async move {
             let _permit = permits
                 .acquire()
                 .await
                 .map_err(|_| BenchError::Protocol("setup cancelled".into()))?;
-            let mut stream = wire::connect(addr, timeout).await?;
+            let mut stream = wire::connect_stream(addr, tls.as_ref(), timeout).await?;
             let mut buf = BytesMut::with_capacity(4096);
             broker.register(&mut stream, &mut buf, timeout).await?;
             Ok::<_, BenchError>((

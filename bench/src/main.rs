@@ -5,7 +5,14 @@
 //! rmq-bench --addr 127.0.0.1:9876 --pid <server pid> routes [--rate R]
 //! rmq-bench --addr 127.0.0.1:9876 --pid <server pid> storm
 //! rmq-bench --addr 127.0.0.1:9876 startup -- <server command>
+//! rmq-bench --tls [--tls-ca CA.pem] --addr 127.0.0.1:9876 --pid <server pid> routes|storm
 //! ```
+//!
+//! With `--tls` every connection of `routes` and `storm` (route queries and the simulated
+//! brokers) is TLS, with Java's client semantics (any server certificate unless `--tls-ca`);
+//! without it the connections are plain TCP on exactly the code path they always took (the
+//! connection code is generic over the stream, not a run-time switch). `startup` only waits for
+//! the port to accept TCP and ignores `--tls`.
 //!
 //! Every workload is bounded in time, prints a human summary and ends with one JSON line (the
 //! last line of stdout). Latencies are microseconds from HDR histograms; the server's memory is
@@ -21,9 +28,12 @@ mod wire;
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
+use rmq_tools::tls_args::TlsArgs;
+use rustls::ClientConfig;
 
 /// Why a run failed.
 #[derive(Debug)]
@@ -81,6 +91,11 @@ pub struct Common {
     /// Worker threads of the generator's runtime.
     #[arg(long, global = true, default_value_t = 2)]
     pub threads: usize,
+    #[command(flatten)]
+    pub tls: TlsArgs,
+    /// The client configuration `tls` describes, built once in `main`; `None`: plain TCP.
+    #[arg(skip)]
+    pub tls_config: Option<Arc<ClientConfig>>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -94,8 +109,29 @@ enum Workload {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    let result = match &cli.workload {
+    let mut cli = Cli::parse();
+    let result = match cli.common.tls.client_config() {
+        Ok(config) => {
+            cli.common.tls_config = config;
+            run(&cli)
+        }
+        Err(e) => Err(BenchError::Usage(format!("TLS: {e}"))),
+    };
+    match result {
+        Ok(json) => {
+            println!("{json}");
+            ExitCode::SUCCESS
+        }
+        Err(err) => {
+            eprintln!("rmq-bench: {err}");
+            println!("{}", serde_json::json!({"error": err.to_string()}));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: &Cli) -> Result<serde_json::Value, BenchError> {
+    match &cli.workload {
         Workload::Startup(args) => startup::run(cli.common.addr, args),
         Workload::Routes(_) | Workload::Storm(_) => tokio::runtime::Builder::new_multi_thread()
             .worker_threads(cli.common.threads.max(1))
@@ -111,16 +147,5 @@ fn main() -> ExitCode {
                     }
                 })
             }),
-    };
-    match result {
-        Ok(json) => {
-            println!("{json}");
-            ExitCode::SUCCESS
-        }
-        Err(err) => {
-            eprintln!("rmq-bench: {err}");
-            println!("{}", serde_json::json!({"error": err.to_string()}));
-            ExitCode::FAILURE
-        }
     }
 }

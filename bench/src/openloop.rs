@@ -5,20 +5,29 @@
 //! connection reads the replies. The opaque of request `j` is `j`, so a reply alone tells when its
 //! request was due: latency is measured from that time, which keeps a stalled server from hiding
 //! its stall (no coordinated omission). How late the pacer itself was is reported too.
+//!
+//! Over TLS a connection's bytes cannot be written from one thread and read from another
+//! without sharing its TLS state, so the pacer hands each due request to a tokio task that owns
+//! the connection's writing half (and encrypts); latency still counts from the due time, so the
+//! hand-over and the encryption are inside it, and the pacer lag is then due time to hand-over.
+//! Plain TCP keeps the direct non-blocking writes (the pacer is generic over its writers).
 
-use std::io::{ErrorKind, Write as _};
+use std::io::{ErrorKind, Write};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::{Buf, BytesMut};
+use bytes::{Buf, Bytes, BytesMut};
 use rmq_protocol::ResponseCode;
+use rmq_transport::client::ClientStream;
+use rustls::ClientConfig;
 use serde_json::{json, Value};
-use tokio::io::AsyncReadExt;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
 use crate::stats::Latencies;
-use crate::wire::{next_reply, RequestTemplate};
+use crate::wire::{self, next_reply, RequestTemplate};
 use crate::BenchError;
 
 /// When each request is due.
@@ -100,48 +109,122 @@ impl OpenLoopResult {
     }
 }
 
-/// Runs `schedule` over `connections` new connections to `addr`, request `j` on connection
-/// `j % connections` for topic template `j % templates.len()`. Replies are awaited until `drain`
-/// after the last due time.
+/// The connections of a run, opened before its schedule is made (so that connecting, a TLS
+/// handshake above all, does not eat into the first due times).
+pub enum Connections {
+    Plain(Vec<std::net::TcpStream>),
+    /// Every one `ClientStream::Tls`.
+    Tls(Vec<ClientStream>),
+}
+
+impl Connections {
+    /// `count` (at least one) connections to `addr`: plain TCP, or TLS with `tls` (handshakes
+    /// in parallel, all of them bounded by `timeout`).
+    pub async fn open(
+        addr: SocketAddr,
+        tls: Option<&Arc<ClientConfig>>,
+        count: usize,
+        timeout: Duration,
+    ) -> Result<Self, BenchError> {
+        let count = count.max(1);
+        let Some(config) = tls else {
+            let mut streams = Vec::with_capacity(count);
+            for _ in 0..count {
+                let stream = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
+                stream.set_nodelay(true)?;
+                streams.push(stream);
+            }
+            return Ok(Self::Plain(streams));
+        };
+        let mut handshakes = JoinSet::new();
+        for _ in 0..count {
+            let config = Arc::clone(config);
+            handshakes
+                .spawn(async move { wire::connect_stream(addr, Some(&config), timeout).await });
+        }
+        let mut streams = Vec::with_capacity(count);
+        while let Some(joined) = handshakes.join_next().await {
+            streams.push(joined.map_err(|e| BenchError::Protocol(format!("connect task: {e}")))??);
+        }
+        Ok(Self::Tls(streams))
+    }
+
+    pub fn len(&self) -> usize {
+        match self {
+            Self::Plain(streams) => streams.len(),
+            Self::Tls(streams) => streams.len(),
+        }
+    }
+}
+
+/// Runs `schedule` over `connections`, request `j` on connection `j % connections` for topic
+/// template `j % templates.len()`. Replies are awaited until `drain` after the last due time.
 pub async fn run(
-    addr: SocketAddr,
-    connections: usize,
+    connections: Connections,
     templates: Arc<Vec<RequestTemplate>>,
     schedule: Schedule,
     phases: Vec<Phase>,
     drain: Duration,
 ) -> Result<OpenLoopResult, BenchError> {
-    let connections = connections.max(1);
-    if templates.is_empty() {
-        return Err(BenchError::Usage("no request templates".into()));
+    let count = connections.len();
+    if templates.is_empty() || count == 0 {
+        return Err(BenchError::Usage(
+            "no request templates or no connections".into(),
+        ));
     }
     if schedule.total >= i32::MAX as u64 {
         return Err(BenchError::Usage(
             "too many requests for one run (opaques are i32)".into(),
         ));
     }
-    let mut writers = Vec::with_capacity(connections);
     let mut readers = JoinSet::new();
+    let mut tls_writers = JoinSet::new();
     let deadline = schedule.end() + drain;
     let phases = Arc::new(phases);
-    for conn in 0..connections {
-        let stream = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
-        stream.set_nodelay(true)?;
-        let writer = stream.try_clone()?;
-        // The flag is shared by both descriptors: the pacer never blocks on a full socket.
-        stream.set_nonblocking(true)?;
-        writers.push(writer);
-        let stream = tokio::net::TcpStream::from_std(stream)?;
-        let expected = schedule.total / connections as u64
-            + u64::from((conn as u64) < schedule.total % connections as u64);
-        let phases = Arc::clone(&phases);
-        readers.spawn(read_replies(stream, schedule, phases, expected, deadline));
-    }
-    let pacer = {
-        let templates = Arc::clone(&templates);
-        std::thread::Builder::new()
-            .name("pacer".into())
-            .spawn(move || pace(writers, &templates, schedule, deadline))?
+    let expected = |conn: usize| {
+        schedule.total / count as u64 + u64::from((conn as u64) < schedule.total % count as u64)
+    };
+    let pacer = match connections {
+        Connections::Plain(streams) => {
+            let mut writers = Vec::with_capacity(count);
+            for (conn, stream) in streams.into_iter().enumerate() {
+                let writer = stream.try_clone()?;
+                // The flag is shared by both descriptors: the pacer never blocks on a full socket.
+                stream.set_nonblocking(true)?;
+                writers.push(writer);
+                let stream = tokio::net::TcpStream::from_std(stream)?;
+                let phases = Arc::clone(&phases);
+                readers.spawn(read_replies(
+                    stream,
+                    schedule,
+                    phases,
+                    expected(conn),
+                    deadline,
+                ));
+            }
+            spawn_pacer(writers, &templates, schedule, deadline)?
+        }
+        Connections::Tls(streams) => {
+            let mut writers = Vec::with_capacity(count);
+            for (conn, stream) in streams.into_iter().enumerate() {
+                let ClientStream::Tls(stream) = stream else {
+                    return Err(BenchError::Protocol("asked for TLS, got plain TCP".into()));
+                };
+                let (reader, writer) = tokio::io::split(stream);
+                let (handoff, frames) = mpsc::unbounded_channel();
+                writers.push(Handoff(handoff));
+                tls_writers.spawn(write_handed_over(writer, frames, deadline));
+                let phases = Arc::clone(&phases);
+                readers.spawn(read_replies(
+                    reader,
+                    schedule,
+                    phases,
+                    expected(conn),
+                    deadline,
+                ));
+            }
+            spawn_pacer(writers, &templates, schedule, deadline)?
+        }
     };
 
     let mut result = OpenLoopResult {
@@ -173,7 +256,73 @@ pub async fn run(
     if let Some(err) = paced.error {
         result.connection_errors.push(err);
     }
+    // The pacer has dropped its hand-over channels: each TLS writer ends after what it holds.
+    while let Some(joined) = tls_writers.join_next().await {
+        let written = joined.map_err(|e| BenchError::Protocol(format!("writer task: {e}")))?;
+        if let Err(err) = written {
+            result.connection_errors.push(err);
+        }
+    }
     Ok(result)
+}
+
+fn spawn_pacer<W: Write + Send + 'static>(
+    writers: Vec<W>,
+    templates: &Arc<Vec<RequestTemplate>>,
+    schedule: Schedule,
+    deadline: Instant,
+) -> std::io::Result<std::thread::JoinHandle<Paced>> {
+    let templates = Arc::clone(templates);
+    std::thread::Builder::new()
+        .name("pacer".into())
+        .spawn(move || pace(writers, &templates, schedule, deadline))
+}
+
+/// The pacer's writer of a TLS connection: hands the bytes to the task that owns the
+/// connection's writing half; never blocks, fails once that task has stopped.
+struct Handoff(mpsc::UnboundedSender<Bytes>);
+
+impl Write for Handoff {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.send(Bytes::copy_from_slice(buf)).map_err(|_| {
+            std::io::Error::new(ErrorKind::BrokenPipe, "the connection's writer has stopped")
+        })?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Writes what the pacer hands over, everything waiting at once, until the pacer is done (its
+/// channel closed) or `deadline`.
+async fn write_handed_over<W: AsyncWrite + Unpin>(
+    mut writer: W,
+    mut frames: mpsc::UnboundedReceiver<Bytes>,
+    deadline: Instant,
+) -> Result<(), String> {
+    let mut batch = BytesMut::with_capacity(16 * 1024);
+    // Bounded: ends when the pacer drops its sender (it stops by `deadline`) or at `deadline`.
+    loop {
+        let next = tokio::time::timeout_at(deadline.into(), frames.recv()).await;
+        let Ok(Some(first)) = next else {
+            return Ok(());
+        };
+        batch.extend_from_slice(&first);
+        while let Ok(more) = frames.try_recv() {
+            batch.extend_from_slice(&more);
+        }
+        let write = async {
+            writer.write_all(&batch).await?;
+            writer.flush().await
+        };
+        match tokio::time::timeout_at(deadline.into(), write).await {
+            Ok(Ok(())) => batch.clear(),
+            Ok(Err(e)) => return Err(format!("TLS write: {e}")),
+            Err(_) => return Ok(()),
+        }
+    }
 }
 
 struct Paced {
@@ -183,8 +332,9 @@ struct Paced {
 }
 
 /// Writes every request when due; sleeps in between. Bounded by the schedule and `deadline`.
-fn pace(
-    mut writers: Vec<std::net::TcpStream>,
+/// `writers` are non-blocking sockets (plain TCP) or [`Handoff`]s (TLS).
+fn pace<W: Write>(
+    mut writers: Vec<W>,
     templates: &[RequestTemplate],
     schedule: Schedule,
     deadline: Instant,
@@ -269,8 +419,8 @@ struct ConnResult {
     error: Option<String>,
 }
 
-async fn read_replies(
-    mut stream: tokio::net::TcpStream,
+async fn read_replies<R: AsyncRead + Unpin>(
+    mut stream: R,
     schedule: Schedule,
     phases: Arc<Vec<Phase>>,
     expected: u64,

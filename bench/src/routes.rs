@@ -9,8 +9,10 @@ use std::time::{Duration, Instant};
 use bytes::BytesMut;
 use clap::Args;
 use rmq_protocol::ResponseCode;
+use rmq_transport::client::ClientStream;
+use rustls::ClientConfig;
 use serde_json::{json, Value};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::task::JoinSet;
 
 use crate::broker::{self, Broker};
@@ -62,13 +64,15 @@ pub async fn run(common: &Common, args: &RoutesArgs) -> Result<Value, BenchError
     let brokers: Vec<Arc<Broker>> = (0..args.brokers)
         .map(|i| Broker::new("bench-route", i, &topics, args.queues).map(Arc::new))
         .collect::<Result<_, _>>()?;
+    let tls = common.tls_config.as_ref();
     let (registered, setup) =
-        broker::register_all(addr, brokers, args.brokers, common.timeout).await?;
+        broker::register_all(addr, tls, brokers, args.brokers, common.timeout).await?;
     println!(
-        "setup: {} broker groups x {} topics registered in {:.2} s",
+        "setup: {} broker groups x {} topics registered in {:.2} s{}",
         args.brokers,
         args.topics,
-        setup.as_secs_f64()
+        setup.as_secs_f64(),
+        if tls.is_some() { " over TLS" } else { "" }
     );
     let run_end = Instant::now() + args.warmup + args.duration + common.timeout * 2;
     let keepers = broker::keep_alive(registered, args.register_period, run_end, common.timeout);
@@ -80,22 +84,28 @@ pub async fn run(common: &Common, args: &RoutesArgs) -> Result<Value, BenchError
             .collect::<Result<_, _>>()?,
     );
     // One probe: the route must exist before anything is measured.
-    probe(addr, &templates, common.timeout).await?;
+    let tls_info = probe(addr, tls, &templates, common.timeout).await?;
 
     let result = match args.rate {
         None => closed_loop(common, args, templates).await,
         Some(rate) => open_loop(common, args, templates, rate).await,
     };
     drop(keepers);
-    result
+    result.map(|mut json| {
+        json["tls"] = tls_info;
+        json
+    })
 }
 
+/// Asks for the first topic's route once; returns what TLS negotiated (`null`: plain TCP).
 async fn probe(
     addr: SocketAddr,
+    tls: Option<&Arc<ClientConfig>>,
     templates: &[RequestTemplate],
     timeout: Duration,
-) -> Result<(), BenchError> {
-    let mut stream = wire::connect(addr, timeout).await?;
+) -> Result<Value, BenchError> {
+    let mut stream = wire::connect_stream(addr, tls, timeout).await?;
+    let tls_info = wire::tls_json(&stream);
     let mut frame = BytesMut::new();
     if let Some(first) = templates.first() {
         first.encode(1, &mut frame);
@@ -108,11 +118,19 @@ async fn probe(
             reply.code, reply.body_len
         )));
     }
-    println!(
-        "probe: route of the first topic is {} bytes",
-        reply.body_len
-    );
-    Ok(())
+    match &tls_info {
+        Value::Null => println!(
+            "probe: route of the first topic is {} bytes",
+            reply.body_len
+        ),
+        info => println!(
+            "probe: route of the first topic is {} bytes, over {} {}",
+            reply.body_len,
+            info["protocol"].as_str().unwrap_or("TLS"),
+            info["cipher_suite"].as_str().unwrap_or("?")
+        ),
+    }
+    Ok(tls_info)
 }
 
 struct ClosedConn {
@@ -127,31 +145,53 @@ async fn closed_loop(
     args: &RoutesArgs,
     templates: Arc<Vec<RequestTemplate>>,
 ) -> Result<Value, BenchError> {
+    // Every connection is opened (a TLS one with its handshake) before the warm-up starts; one
+    // that cannot be opened counts as a failed connection, as one that fails later does.
+    let mut connecting = JoinSet::new();
+    for conn in 0..args.connections {
+        let (addr, timeout, tls) = (common.addr, common.timeout, common.tls_config.clone());
+        connecting.spawn(async move {
+            (
+                conn,
+                wire::connect_stream(addr, tls.as_ref(), timeout).await,
+            )
+        });
+    }
+    let mut streams = Vec::with_capacity(args.connections);
+    while let Some(joined) = connecting.join_next().await {
+        streams.push(joined.map_err(|e| BenchError::Protocol(format!("connect task: {e}")))?);
+    }
     let start = Instant::now();
     let measure_from = start + args.warmup;
     let measure_to = measure_from + args.duration;
     println!(
-        "routes closed loop: {} connections x {} in flight, warm-up {}, measured {}",
+        "routes closed loop: {} {} connections x {} in flight, warm-up {}, measured {}",
         args.connections,
+        if common.tls_config.is_some() {
+            "TLS"
+        } else {
+            "TCP"
+        },
         args.pipeline,
         humantime::format_duration(args.warmup),
         humantime::format_duration(args.duration)
     );
     let mut tasks = JoinSet::new();
-    for conn in 0..args.connections {
+    for (conn, stream) in streams {
         let templates = Arc::clone(&templates);
-        let (addr, pipeline, timeout) = (common.addr, args.pipeline, common.timeout);
+        let (pipeline, timeout) = (args.pipeline, common.timeout);
         let first_topic = conn * templates.len() / args.connections;
         tasks.spawn(async move {
-            closed_conn(
-                addr,
-                templates,
-                first_topic,
-                pipeline,
-                (measure_from, measure_to),
-                timeout,
-            )
-            .await
+            let window = (measure_from, measure_to);
+            // One monomorphic loop per kind of stream: plain TCP runs the `TcpStream` code.
+            match stream? {
+                ClientStream::Plain(stream) => {
+                    closed_conn(stream, templates, first_topic, pipeline, window, timeout).await
+                }
+                ClientStream::Tls(stream) => {
+                    closed_conn(stream, templates, first_topic, pipeline, window, timeout).await
+                }
+            }
         });
     }
     // CPU use is measured over the window only.
@@ -208,8 +248,8 @@ async fn closed_loop(
 
 /// One pipelined connection: keeps `pipeline` requests in flight; a reply is answered by the
 /// next request until `window.1`; replies arriving inside `window` are recorded.
-async fn closed_conn(
-    addr: SocketAddr,
+async fn closed_conn<S: AsyncRead + AsyncWrite + Unpin>(
+    mut stream: S,
     templates: Arc<Vec<RequestTemplate>>,
     first_topic: usize,
     pipeline: usize,
@@ -217,7 +257,6 @@ async fn closed_conn(
     timeout: Duration,
 ) -> Result<ClosedConn, BenchError> {
     let (measure_from, measure_to) = window;
-    let mut stream = wire::connect(addr, timeout).await?;
     let mut rbuf = BytesMut::with_capacity(64 * 1024);
     let mut wbuf = BytesMut::with_capacity(pipeline * 160);
     let mut inflight: HashMap<i32, Instant> = HashMap::with_capacity(pipeline * 2);
@@ -234,6 +273,8 @@ async fn closed_conn(
         send(&mut wbuf, &mut inflight, now);
     }
     stream.write_all(&wbuf).await?;
+    // TLS may keep the end of a record buffered; a no-op on TCP.
+    stream.flush().await?;
     wbuf.clear();
     let mut conn = ClosedConn {
         latencies: Latencies::new(),
@@ -281,6 +322,7 @@ async fn closed_conn(
         }
         if !wbuf.is_empty() {
             stream.write_all(&wbuf).await?;
+            stream.flush().await?;
             wbuf.clear();
         }
     }
@@ -299,13 +341,17 @@ async fn open_loop(
     }
     let total_time = args.warmup + args.duration;
     let total = (rate as f64 * total_time.as_secs_f64()).round() as u64;
+    let tls = common.tls_config.as_ref();
     println!(
-        "routes open loop: {} req/s on {} connections, warm-up {}, measured {}",
+        "routes open loop: {} req/s on {} {} connections, warm-up {}, measured {}",
         rate,
         args.connections,
+        if tls.is_some() { "TLS" } else { "TCP" },
         humantime::format_duration(args.warmup),
         humantime::format_duration(args.duration)
     );
+    let connections =
+        openloop::Connections::open(common.addr, tls, args.connections, common.timeout).await?;
     let schedule = Schedule {
         start: Instant::now() + Duration::from_millis(50),
         rate,
@@ -325,15 +371,7 @@ async fn open_loop(
         tokio::time::sleep_until(cpu_until.into()).await;
         (cpu.finish(), memory_json(pid))
     });
-    let result = openloop::run(
-        common.addr,
-        args.connections,
-        templates,
-        schedule,
-        phases,
-        common.timeout,
-    )
-    .await?;
+    let result = openloop::run(connections, templates, schedule, phases, common.timeout).await?;
     let (cpu, memory) = cpu_task
         .await
         .map_err(|e| BenchError::Protocol(format!("cpu sampler: {e}")))?;
@@ -348,7 +386,12 @@ async fn open_loop(
     );
     println!("  latency {}", measured.latencies.summary());
     println!(
-        "  pacer lag (due to written) {}",
+        "  pacer lag (due to {}) {}",
+        if common.tls_config.is_some() {
+            "handed to the connection's TLS writer"
+        } else {
+            "written"
+        },
         result.pacer_lag.summary()
     );
     print_server(common.pid, &cpu);

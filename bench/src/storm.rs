@@ -71,15 +71,21 @@ pub async fn run(common: &Common, args: &StormArgs) -> Result<Value, BenchError>
         .collect::<Result<_, _>>()?;
     let body_bytes = brokers.first().map_or(0, |b| b.frame.len());
     println!(
-        "storm: {} brokers x {} topics, registration frame {} each (encoded in {:.2} s)",
+        "storm: {} brokers x {} topics, registration frame {} each (encoded in {:.2} s){}",
         args.brokers,
         args.topics,
         mib(body_bytes as u64 / 1024),
-        encode_started.elapsed().as_secs_f64()
+        encode_started.elapsed().as_secs_f64(),
+        if common.tls_config.is_some() {
+            "; every connection TLS"
+        } else {
+            ""
+        }
     );
     let setup_timeout = common.timeout.max(Duration::from_secs(60));
+    let tls = common.tls_config.as_ref();
     let (registered, setup) =
-        broker::register_all(addr, brokers, args.setup_concurrency, setup_timeout).await?;
+        broker::register_all(addr, tls, brokers, args.setup_concurrency, setup_timeout).await?;
     let after_setup = memory_json(common.pid);
     println!(
         "setup: initial registrations took {:.2} s; server {}",
@@ -96,6 +102,8 @@ pub async fn run(common: &Common, args: &StormArgs) -> Result<Value, BenchError>
             .map(|t| RequestTemplate::new(&route_request(t)))
             .collect::<Result<_, _>>()?,
     );
+    let connections =
+        openloop::Connections::open(addr, tls, args.query_connections, common.timeout).await?;
     let idle_from = args.warmup;
     let storm_from = idle_from + args.idle;
     let storm_to = storm_from + args.duration;
@@ -157,15 +165,7 @@ pub async fn run(common: &Common, args: &StormArgs) -> Result<Value, BenchError>
         (idle_cpu, idle_mem, storm_cpu.finish(), peak_rss)
     });
 
-    let queries = openloop::run(
-        addr,
-        args.query_connections,
-        templates,
-        schedule,
-        phases,
-        common.timeout,
-    )
-    .await?;
+    let queries = openloop::run(connections, templates, schedule, phases, common.timeout).await?;
     let mut registrations = Latencies::new();
     let (mut reg_ok, mut late) = (0u64, 0u64);
     let mut reg_errors = Vec::new();
@@ -236,6 +236,7 @@ pub async fn run(common: &Common, args: &StormArgs) -> Result<Value, BenchError>
     }
     Ok(json!({
         "workload": "storm",
+        "tls": tls.is_some(),
         "brokers": args.brokers,
         "topics": args.topics,
         "registration_frame_bytes": body_bytes,
