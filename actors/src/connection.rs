@@ -21,6 +21,7 @@ use crate::outbox::{Outbox, MAX_SLICES};
 use crate::registration::{self, BodyMemo, RegistrationError};
 use crate::response::{system_error, IntoResponse};
 use crate::route::ConnId;
+use crate::route_cache::WorkerCache;
 use crate::settings::ServerSettings;
 
 pub use rmq_transport::front_door::{BoxedRead, BoxedWrite};
@@ -40,6 +41,8 @@ pub struct Connection {
     peer: SocketAddr,
     tls: bool,
     services: Rc<Services>,
+    /// This thread's route cache of the server (absent only off the worker threads).
+    route_cache: Option<WorkerCache>,
     /// Told when the connection stops, to free its slot.
     listener: Recipient<ConnectionClosed>,
     settings: Rc<ServerSettings>,
@@ -50,7 +53,11 @@ pub struct Connection {
     /// A `Flush` is running.
     flushing: bool,
     in_flight: usize,
-    last_activity: Instant,
+    /// Frames read and responses written so far; the idle check compares it between checks
+    /// instead of reading the clock per request.
+    activity: u64,
+    /// The activity count at the last idle check, and when it last changed.
+    idle_since: (u64, Instant),
     span: Span,
 }
 
@@ -75,6 +82,7 @@ impl Connection {
                 id,
                 peer,
                 tls,
+                route_cache: WorkerCache::of_this_thread(services.route_cache),
                 services,
                 listener,
                 settings,
@@ -83,7 +91,8 @@ impl Connection {
                 last_body: None,
                 flushing: false,
                 in_flight: 0,
-                last_activity: Instant::now(),
+                activity: 0,
+                idle_since: (0, Instant::now()),
                 span: info_span!("conn", conn = %id, peer = %peer, tls),
             }
         })
@@ -200,7 +209,7 @@ impl Connection {
             .settings
             .response_serialize
             .for_request(reply_to.serialize_type);
-        self.last_activity = Instant::now();
+        self.activity = self.activity.wrapping_add(1);
         if let Err(err) = self.outbox.push(&response) {
             warn!(parent: &self.span, error = %err, "cannot encode a response, closing");
             ctx.stop();
@@ -216,7 +225,11 @@ impl Connection {
     }
 
     fn check_idle(&mut self, ctx: &mut Context<Self>, idle_timeout: Duration) {
-        if self.last_activity.elapsed() >= idle_timeout && self.in_flight == 0 {
+        if self.activity != self.idle_since.0 {
+            self.idle_since = (self.activity, Instant::now());
+            return;
+        }
+        if self.idle_since.1.elapsed() >= idle_timeout && self.in_flight == 0 {
             info!(parent: &self.span, idle = ?idle_timeout, "closing idle connection");
             ctx.stop();
         }
@@ -249,6 +262,10 @@ impl Responder for Answering<'_> {
         self.conn
             .register_broker(self.request.clone(), self.reply_to, self.ctx);
     }
+
+    fn route_cache(&self) -> Option<&WorkerCache> {
+        self.conn.route_cache.as_ref()
+    }
 }
 
 impl Actor for Connection {
@@ -279,7 +296,7 @@ impl Actor for Connection {
 
 impl StreamHandler<Result<RemotingCommand, FrameError>> for Connection {
     fn handle(&mut self, item: Result<RemotingCommand, FrameError>, ctx: &mut Context<Self>) {
-        self.last_activity = Instant::now();
+        self.activity = self.activity.wrapping_add(1);
         match item {
             Ok(cmd) => self.on_request(cmd, ctx),
             Err(FrameError::Io(err)) => {

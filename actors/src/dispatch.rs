@@ -23,7 +23,7 @@ use crate::messages::*;
 use crate::registry::RouteRegistry;
 use crate::response::{not_supported, system_error, IntoResponse};
 use crate::route::{BrokerInstance, Unregistration};
-use crate::route_cache::{self, CacheId};
+use crate::route_cache::{CacheId, WorkerCache};
 
 /// The actors that answer requests, and the lifecycle of connections; shared by all connections.
 #[derive(Clone)]
@@ -54,6 +54,8 @@ pub trait Responder {
     /// REGISTER_BROKER, which the registration module decodes and registers with the connection's
     /// memory of its previous body.
     fn register_broker(&mut self);
+    /// The route cache of the connection's thread.
+    fn route_cache(&self) -> Option<&WorkerCache>;
 }
 
 /// Sends `cmd` to the actor that answers its code, or answers it at once.
@@ -122,14 +124,14 @@ fn route(
 /// Zone-filtered queries always ask the registry.
 fn route_query(cmd: &RemotingCommand, to: &Services, out: &mut impl Responder) {
     let (topic, style, zone) = route_key(cmd);
-    if let (Some(topic), None) = (topic, zone) {
-        if let Some(body) = route_cache::lookup(to.route_cache, topic, style) {
+    if let (Some(topic), None, Some(cache)) = (topic, zone, out.route_cache()) {
+        if let Some(body) = cache.lookup(topic, style) {
             out.answer(RemotingCommand::success().with_body(body));
             return;
         }
     }
-    let fill = match (topic, zone) {
-        (Some(topic), None) => Some(topic.to_owned()),
+    let fill = match (topic, zone, out.route_cache()) {
+        (Some(topic), None, Some(cache)) => Some((cache.clone(), topic.to_owned())),
         _ => None,
     };
     let reply = to.routes.send(GetRouteInfo {
@@ -137,11 +139,10 @@ fn route_query(cmd: &RemotingCommand, to: &Services, out: &mut impl Responder) {
         style,
         zone: zone.map(str::to_owned),
     });
-    let cache = to.route_cache;
     out.answer_later(async move {
         let reply = reply.await?;
-        if let (Ok(route), Some(topic)) = (&reply, fill) {
-            route_cache::fill(cache, &topic, style, route.body.clone(), route.generation);
+        if let (Ok(route), Some((cache, topic))) = (&reply, fill) {
+            cache.fill(&topic, style, route.body.clone(), route.generation);
         }
         Ok(reply)
     });

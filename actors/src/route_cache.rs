@@ -149,23 +149,36 @@ impl WorkerRoutes {
 }
 
 thread_local! {
-    static CACHES: RefCell<HashMap<CacheId, Rc<RefCell<WorkerRoutes>>>> = RefCell::new(HashMap::new());
+    static CACHES: RefCell<HashMap<CacheId, WorkerCache>> = RefCell::new(HashMap::new());
 }
 
-fn with_cache<R>(id: CacheId, f: impl FnOnce(&mut WorkerRoutes) -> R) -> Option<R> {
-    let cache = CACHES.with(|caches| caches.borrow().get(&id).cloned())?;
-    let mut cache = cache.try_borrow_mut().ok()?;
-    Some(f(&mut cache))
-}
+/// This thread's route cache of one NameServer, as its connections hold it.
+#[derive(Debug, Clone)]
+pub struct WorkerCache(Rc<RefCell<WorkerRoutes>>);
 
-/// The body of `topic` in `style` in this thread's cache of NameServer `id`.
-pub fn lookup(id: CacheId, topic: &str, style: JsonStyle) -> Option<Bytes> {
-    with_cache(id, |cache| cache.get(topic, style)).flatten()
-}
+impl WorkerCache {
+    /// This thread's cache of NameServer `id`, if its keeper runs here.
+    pub fn of_this_thread(id: CacheId) -> Option<Self> {
+        CACHES.with(|caches| caches.borrow().get(&id).cloned())
+    }
 
-/// Fills this thread's cache of NameServer `id` (no-op on a thread without one).
-pub fn fill(id: CacheId, topic: &str, style: JsonStyle, body: Bytes, generation: u64) {
-    with_cache(id, |cache| cache.fill(topic, style, body, generation));
+    /// The body of `topic` in `style`.
+    pub fn lookup(&self, topic: &str, style: JsonStyle) -> Option<Bytes> {
+        self.0.try_borrow().ok()?.get(topic, style)
+    }
+
+    /// Keeps a body the registry produced at `generation` (see [`WorkerRoutes::fill`]).
+    pub fn fill(&self, topic: &str, style: JsonStyle, body: Bytes, generation: u64) {
+        if let Ok(mut routes) = self.0.try_borrow_mut() {
+            routes.fill(topic, style, body, generation);
+        }
+    }
+
+    fn invalidate(&self, change: &InvalidateRoutes) {
+        if let Ok(mut routes) = self.0.try_borrow_mut() {
+            routes.invalidate(change);
+        }
+    }
 }
 
 /// The actor of a worker thread that applies the registry's changes to the thread's cache; it
@@ -185,7 +198,7 @@ impl Actor for RouteCacheKeeper {
     type Context = Context<Self>;
 
     fn started(&mut self, _: &mut Self::Context) {
-        let cache = Rc::new(RefCell::new(WorkerRoutes::new(self.limit)));
+        let cache = WorkerCache(Rc::new(RefCell::new(WorkerRoutes::new(self.limit))));
         CACHES.with(|caches| caches.borrow_mut().insert(self.id, cache));
         debug!(cache = ?self.id, "worker route cache ready");
     }
@@ -199,7 +212,9 @@ impl Handler<InvalidateRoutes> for RouteCacheKeeper {
     type Result = ();
 
     fn handle(&mut self, msg: InvalidateRoutes, _: &mut Context<Self>) {
-        with_cache(self.id, |cache| cache.invalidate(&msg));
+        if let Some(cache) = WorkerCache::of_this_thread(self.id) {
+            cache.invalidate(&msg);
+        }
     }
 }
 

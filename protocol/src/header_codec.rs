@@ -19,6 +19,8 @@ pub enum HeaderError {
     Json(#[from] serde_json::Error),
     #[error("JSON header is not an object")]
     NotAnObject,
+    #[error("JSON header is not UTF-8: {0}")]
+    Utf8(#[from] std::str::Utf8Error),
     #[error("bad ROCKETMQ header: {0}")]
     Binary(&'static str),
     #[error("ROCKETMQ header declares {declared} bytes but its fields use {used}")]
@@ -72,7 +74,9 @@ fn decode_json(bytes: &[u8]) -> Result<RemotingCommand, HeaderError> {
     if bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
         return Err(HeaderError::NotAnObject);
     }
-    let h: JsonHeaderIn = serde_json::from_slice(bytes)?;
+    // Validated once as a whole, the text's strings are not validated again one by one.
+    let text = std::str::from_utf8(bytes)?;
+    let h: JsonHeaderIn = serde_json::from_str(text)?;
     Ok(RemotingCommand {
         code: h.code,
         language: h.language,
@@ -104,6 +108,11 @@ struct JsonHeaderOut<'a> {
 }
 
 fn encode_json<B: BufMut>(cmd: &RemotingCommand, out: &mut B) -> Result<(), HeaderError> {
+    if cmd.ext_fields.is_none() && cmd.remark.is_none() {
+        // The common case (every route answer): written directly, as serde would write it.
+        encode_json_plain(cmd, out);
+        return Ok(());
+    }
     let header = JsonHeaderOut {
         code: cmd.code,
         ext_fields: cmd.ext_fields.as_ref(),
@@ -116,6 +125,26 @@ fn encode_json<B: BufMut>(cmd: &RemotingCommand, out: &mut B) -> Result<(), Head
     };
     fastjson::write_to(out.writer(), &header, JsonStyle::Legacy)?;
     Ok(())
+}
+
+/// [`JsonHeaderOut`] of a command without remark and ext fields, byte for byte what the serde
+/// path writes (a test holds them equal).
+fn encode_json_plain<B: BufMut>(cmd: &RemotingCommand, out: &mut B) {
+    let mut number = itoa::Buffer::new();
+    out.put_slice(b"{\"code\":");
+    out.put_slice(number.format(cmd.code).as_bytes());
+    out.put_slice(b",\"flag\":");
+    out.put_slice(number.format(cmd.flag).as_bytes());
+    if let Some(language) = cmd.language.name() {
+        out.put_slice(b",\"language\":\"");
+        out.put_slice(language.as_bytes());
+        out.put_slice(b"\"");
+    }
+    out.put_slice(b",\"opaque\":");
+    out.put_slice(number.format(cmd.opaque).as_bytes());
+    out.put_slice(b",\"serializeTypeCurrentRPC\":\"JSON\",\"version\":");
+    out.put_slice(number.format(cmd.version).as_bytes());
+    out.put_slice(b"}");
 }
 
 /// Accepts an integer, a numeric string or `null` (0), as fastjson does for `int` properties.
@@ -381,6 +410,48 @@ fn len_i32(len: usize) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_plain_json_header_is_what_serde_writes() {
+        for (code, flag, opaque, version, language) in [
+            (0, 1, 0, 479, LanguageCode::Java),
+            (17, 1, -1, 317, LanguageCode::Go),
+            (i32::MIN, i32::MAX, i32::MAX, 0, LanguageCode::Cpp),
+            (1, 3, 123_456_789, -5, LanguageCode::Unknown(200)),
+        ] {
+            let mut cmd = RemotingCommand::response(crate::code::ResponseCode(code), None);
+            cmd.flag = flag;
+            cmd.opaque = opaque;
+            cmd.version = version;
+            cmd.language = language;
+            let mut plain = Vec::new();
+            encode_json_plain(&cmd, &mut plain);
+            let header = JsonHeaderOut {
+                code: cmd.code,
+                ext_fields: None,
+                flag: cmd.flag,
+                language: cmd.language.name(),
+                opaque: cmd.opaque,
+                remark: None,
+                serialize_type: SerializeType::Json.name(),
+                version: cmd.version,
+            };
+            let mut serde = Vec::new();
+            fastjson::write_to(&mut serde, &header, JsonStyle::Legacy).unwrap();
+            assert_eq!(
+                String::from_utf8(plain).unwrap(),
+                String::from_utf8(serde).unwrap()
+            );
+        }
+    }
+
+    #[test]
+    fn non_utf8_json_headers_are_errors() {
+        assert!(matches!(
+            decode_json(b"{\"code\":105,\"remark\":\"\xff\"}"),
+            Err(HeaderError::Utf8(_))
+        ));
+    }
 
     fn decode_str(s: &str) -> RemotingCommand {
         decode_json(s.as_bytes()).unwrap()
