@@ -9,6 +9,11 @@
 //!  Housekeeping ── ScanInactive ────┘ ── ChannelClosed (relayed from Connection stops)
 //! ```
 
+// A request that cannot be read is answered with the RemotingCommand its reader returns in an
+// `Err`. The type is large because its ext fields live inline (reading an ordinary header
+// allocates nothing); that path is rare and moves it once, so it is not boxed.
+#![allow(clippy::result_large_err)]
+
 pub mod background;
 pub mod connection;
 pub mod dispatch;

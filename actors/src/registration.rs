@@ -58,7 +58,7 @@ pub struct BodyMemo {
 pub enum RegistrationError {
     /// The request itself is refused (bad header, checksum or body): this is the answer.
     #[error("registration refused: {:?}", .0.remark)]
-    Refused(RemotingCommand),
+    Refused(Box<RemotingCommand>),
     /// The registry did not answer (stopped or restarting).
     #[error("route registry unavailable: {0}")]
     Unavailable(#[from] MailboxError),
@@ -71,7 +71,7 @@ pub enum RegistrationError {
 impl IntoResponse for RegistrationError {
     fn into_response(self) -> RemotingCommand {
         match self {
-            Self::Refused(response) => response,
+            Self::Refused(response) => *response,
             Self::Unavailable(err) => {
                 warn!(error = %err, "route registry unavailable");
                 system_error(format!("name server busy or restarting: {err}"))
@@ -120,16 +120,16 @@ async fn decode_off_loop(
 ) -> Result<(RegisterBroker, BodyMemo), RegistrationError> {
     if cmd.body_bytes().len() < OFFLOAD_BODY_BYTES {
         return decode_registration(&cmd, conn, max_inflated_body, previous.as_ref())
-            .map_err(RegistrationError::Refused);
+            .map_err(|response| RegistrationError::Refused(Box::new(response)));
     }
     let job = crate::background::spawn(move || {
         decode_registration(&cmd, conn, max_inflated_body, previous.as_ref())
     });
     match job.await {
-        Ok(decoded) => decoded.map_err(RegistrationError::Refused),
-        Err(err) => Err(RegistrationError::Refused(system_error(format!(
+        Ok(decoded) => decoded.map_err(|response| RegistrationError::Refused(Box::new(response))),
+        Err(err) => Err(RegistrationError::Refused(Box::new(system_error(format!(
             "decoding failed: {err}"
-        )))),
+        ))))),
     }
 }
 

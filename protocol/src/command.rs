@@ -2,7 +2,9 @@
 //! (docs/protocol.md#frames, #json-header, #rocketmq-header, #flags-opaque-and-oneway).
 
 use bytes::Bytes;
+use compact_str::CompactString;
 use serde::ser::{Serialize, SerializeMap, Serializer};
+use smallvec::SmallVec;
 
 use crate::code::{version, LanguageCode, RequestCode, ResponseCode, SerializeType};
 
@@ -14,30 +16,46 @@ pub const FLAG_ONEWAY: i32 = 2;
 /// The custom header: string keys to string values, in the order they were received or added.
 ///
 /// A small vector rather than a map: headers have a handful of entries, lookups are linear scans
-/// over a few strings, and the sender's order is kept for re-encoding.
+/// over a few strings, and the sender's order is kept for re-encoding. Up to four entries, and
+/// keys and values up to 24 bytes, live inline: reading the header of an ordinary request (a
+/// route query: one `topic`) allocates nothing.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ExtFields(Vec<(String, String)>);
+pub struct ExtFields(SmallVec<[(CompactString, CompactString); 4]>);
 
 impl ExtFields {
     pub fn new() -> Self {
         Self::default()
     }
 
-    /// The value of `key`, if present. Java looks fields up by exact name.
+    /// The value of `key`, if present. Java looks fields up by exact name; of a key read twice,
+    /// the later value counts (Java's map keeps the last).
     pub fn get(&self, key: &str) -> Option<&str> {
         self.0
             .iter()
+            .rev()
             .find(|(k, _)| k == key)
             .map(|(_, v)| v.as_str())
     }
 
+    /// Appends an entry read from the wire, in constant time (a header of many keys decodes in
+    /// linear time): a repeated key is kept, and [`ExtFields::get`] answers its last value.
+    pub(crate) fn push_read(&mut self, key: &str, value: &str) {
+        self.0
+            .push((CompactString::from(key), CompactString::from(value)));
+    }
+
     /// Sets `key` to `value`, replacing an earlier value of the same key.
     pub fn insert(&mut self, key: impl Into<String>, value: impl Into<String>) {
-        let key = key.into();
-        let value = value.into();
-        match self.0.iter_mut().find(|(k, _)| *k == key) {
-            Some(entry) => entry.1 = value,
-            None => self.0.push((key, value)),
+        self.insert_str(&key.into(), &value.into());
+    }
+
+    /// [`ExtFields::insert`] from borrowed text, copied only if it does not fit inline.
+    pub fn insert_str(&mut self, key: &str, value: &str) {
+        match self.0.iter_mut().find(|(k, _)| k == key) {
+            Some(entry) => entry.1 = CompactString::from(value),
+            None => self
+                .0
+                .push((CompactString::from(key), CompactString::from(value))),
         }
     }
 
@@ -74,7 +92,7 @@ impl Serialize for ExtFields {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut map = serializer.serialize_map(Some(self.0.len()))?;
         for (k, v) in &self.0 {
-            map.serialize_entry(k, v)?;
+            map.serialize_entry(k.as_str(), v.as_str())?;
         }
         map.end()
     }

@@ -2,6 +2,7 @@
 //! and the binary ROCKETMQ form (type 1). Decoding is as lenient as the Java server; encoding is
 //! exactly what Java writes.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use bytes::{Buf, BufMut};
@@ -219,9 +220,9 @@ fn lenient_ext_fields<'de, D: Deserializer<'de>>(
         }
         fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
             let mut fields = ExtFields::new();
-            while let Some((key, value)) = map.next_entry::<String, ExtValue>()? {
+            while let Some((key, value)) = map.next_entry::<Text<'de>, ExtValue<'de>>()? {
                 if let Some(text) = value.0 {
-                    fields.insert(key, text);
+                    fields.push_read(&key.0, &text);
                 }
             }
             Ok(Some(fields))
@@ -230,51 +231,83 @@ fn lenient_ext_fields<'de, D: Deserializer<'de>>(
     deserializer.deserialize_any(ExtVisitor)
 }
 
-/// One ext value: a string as is, a number or boolean as its text, `null` as absent, a nested
-/// value as its JSON text. Strings are read straight into the `String`, with no intermediate tree.
-struct ExtValue(Option<String>);
+/// A string of the header, borrowed from it when it has no escapes (no copy).
+struct Text<'de>(Cow<'de, str>);
 
-impl<'de> Deserialize<'de> for ExtValue {
+impl<'de> Deserialize<'de> for Text<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct TextVisitor;
+        impl<'de> Visitor<'de> for TextVisitor {
+            type Value = Text<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Text<'de>, E> {
+                Ok(Text(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Text<'de>, E> {
+                Ok(Text(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Text<'de>, E> {
+                Ok(Text(Cow::Owned(v)))
+            }
+        }
+        deserializer.deserialize_str(TextVisitor)
+    }
+}
+
+/// One ext value: a string as is (borrowed when it can be), a number or boolean as its text,
+/// `null` as absent, a nested value as its JSON text. No intermediate tree for plain values.
+struct ExtValue<'de>(Option<Cow<'de, str>>);
+
+impl<'de> Deserialize<'de> for ExtValue<'de> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         struct ValueVisitor;
         impl<'de> Visitor<'de> for ValueVisitor {
-            type Value = ExtValue;
+            type Value = ExtValue<'de>;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str("an ext field value")
             }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<ExtValue, E> {
-                Ok(ExtValue(Some(v.to_owned())))
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(ExtValue(Some(Cow::Borrowed(v))))
             }
-            fn visit_string<E: de::Error>(self, v: String) -> Result<ExtValue, E> {
-                Ok(ExtValue(Some(v)))
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(ExtValue(Some(Cow::Owned(v.to_owned()))))
             }
-            fn visit_bool<E: de::Error>(self, v: bool) -> Result<ExtValue, E> {
-                Ok(ExtValue(Some(v.to_string())))
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+                Ok(ExtValue(Some(Cow::Owned(v))))
             }
-            fn visit_i64<E: de::Error>(self, v: i64) -> Result<ExtValue, E> {
-                Ok(ExtValue(Some(v.to_string())))
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<Self::Value, E> {
+                Ok(ExtValue(Some(Cow::Borrowed(if v {
+                    "true"
+                } else {
+                    "false"
+                }))))
             }
-            fn visit_u64<E: de::Error>(self, v: u64) -> Result<ExtValue, E> {
-                Ok(ExtValue(Some(v.to_string())))
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
+                Ok(ExtValue(Some(Cow::Owned(v.to_string()))))
             }
-            fn visit_f64<E: de::Error>(self, v: f64) -> Result<ExtValue, E> {
-                Ok(ExtValue(Some(v.to_string())))
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
+                Ok(ExtValue(Some(Cow::Owned(v.to_string()))))
             }
-            fn visit_unit<E: de::Error>(self) -> Result<ExtValue, E> {
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
+                Ok(ExtValue(Some(Cow::Owned(v.to_string()))))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
                 Ok(ExtValue(None))
             }
-            fn visit_none<E: de::Error>(self) -> Result<ExtValue, E> {
+            fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
                 Ok(ExtValue(None))
             }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<ExtValue, A::Error> {
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
                 let nested =
                     serde_json::Value::deserialize(de::value::MapAccessDeserializer::new(map))?;
-                Ok(ExtValue(Some(nested.to_string())))
+                Ok(ExtValue(Some(Cow::Owned(nested.to_string()))))
             }
-            fn visit_seq<A: de::SeqAccess<'de>>(self, seq: A) -> Result<ExtValue, A::Error> {
+            fn visit_seq<A: de::SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
                 let nested =
                     serde_json::Value::deserialize(de::value::SeqAccessDeserializer::new(seq))?;
-                Ok(ExtValue(Some(nested.to_string())))
+                Ok(ExtValue(Some(Cow::Owned(nested.to_string()))))
             }
         }
         deserializer.deserialize_any(ValueVisitor)
@@ -319,7 +352,7 @@ fn decode_binary(bytes: &[u8]) -> Result<RemotingCommand, HeaderError> {
             let value = read_string(&mut ext, 4, "extFields value length out of range")?;
             // Java decodes a zero-length string as null; a null value reads as a missing key.
             if let (Some(key), Some(value)) = (key, value) {
-                fields.insert(key, value);
+                fields.push_read(&key, &value);
             }
         }
         Some(fields)
@@ -443,6 +476,25 @@ mod tests {
                 String::from_utf8(serde).unwrap()
             );
         }
+    }
+
+    #[test]
+    fn repeated_and_many_ext_keys() {
+        let cmd = decode_str(r#"{"code":105,"extFields":{"topic":"a","topic":"b"}}"#);
+        assert_eq!(
+            cmd.ext("topic"),
+            Some("b"),
+            "the last value of a repeated key counts"
+        );
+        // 100,000 keys decode (each appended, not searched for): a linear path.
+        let mut text = String::from(r#"{"code":105,"extFields":{"#);
+        for i in 0..100_000 {
+            text.push_str(&format!(r#""k{i}":"v","#));
+        }
+        text.push_str(r#""topic":"t"}}"#);
+        let cmd = decode_str(&text);
+        assert_eq!(cmd.ext("topic"), Some("t"));
+        assert_eq!(cmd.ext_fields.map(|f| f.len()), Some(100_001));
     }
 
     #[test]
