@@ -30,11 +30,28 @@ suite (the Java NameServer dials the host's address by itself); `--netns off` sk
 Prints each workload's summary as it goes, then a table (Java, ours, ours/Java) with the targets
 of the issue, then one line `BENCH_RESULT {json}`. Every process started is stopped by its PID;
 every wait is bounded. Python standard library only; nothing is built here.
+
+    python3 bench/compare.py --shapes [--quick]   # ~12-16 min (--quick ~4.5 min); replaces the run above
+
+--shapes measures route queries only, as ratios to a ceiling measured in the same run: for each
+route size (--route-sizes 1,4,10 broker groups) it starts `rmq-bench reference-server` (answers any
+request with one pre-encoded route reply of that size, one worker per CPU like ours), ours and
+Java at once, each on its own 127.0.0.1 port, and has `rmq-bench brokers` register the broker
+groups x --route-topics topics on ours and Java and hold them for the whole size. Warm-up: one
+window (--warm-window of the --warm-shape 4x8) for the reference and ours; for Java windows are
+repeated until two in a row agree within --warm-tolerance (5 %) and --warm-min (30 s) have passed,
+at most --warm-max; the first window is reported as cold, the last as warm. Then, --rounds times,
+for each shape of --shape-list (connections x requests in flight: 1x1,4x8,64x4,64x16), reference,
+ours and Java run in turn (`routes --preregistered`, --shape-warmup + --shape-duration each).
+Reported per size, shape and server: throughput, p50/p99/p99.9, server and generator CPU per
+request (µs), and the ratios ours/reference, Java/reference and ours/Java (medians of per-round
+ratios), then the MET/MISSED lines of the issue's targets and `BENCH_RESULT {json}`.
 """
 
 import argparse
 import json
 import os
+import re
 import resource
 import shutil
 import signal
@@ -128,15 +145,22 @@ class Bench:
 
     # -- servers -------------------------------------------------------------------------------
 
-    def server_argv(self, kind, home, tls=False):
-        """(argv, env) starting `kind` on self.port with its state under home; with tls, TLS
-        enforced with the server's test-mode self-signed certificate."""
+    def server_argv(self, kind, home, tls=False, port=None, brokers=None):
+        """(argv, env) starting `kind` on port (default self.port) with its state under home; with
+        tls, TLS enforced with the server's test-mode self-signed certificate. `reference` is
+        `rmq-bench reference-server` answering a route of `brokers` broker groups."""
+        port = port or self.port
+        addr = f"127.0.0.1:{port}"
+        if kind == "reference":
+            workers = self.args.ref_workers or os.cpu_count() or 1
+            return [str(BENCH_BINARY), "reference-server", "--listen", addr, "--workers", str(workers),
+                    "--brokers", str(brokers), "--queues", "8"], {}
         # A tls.config.file that does not exist: no /etc/rocketmq/tls.properties can change the run.
         no_tls_file = home / "no-such-tls.properties"
         if kind == "java":
             conf = home / "namesrv.properties"
             interop.write_properties(conf, {
-                "listenPort": self.port,
+                "listenPort": port,
                 "bindAddress": "127.0.0.1",
                 "kvConfigPath": home / "kvConfig.json",
                 "rocketmqHome": home,
@@ -148,7 +172,7 @@ class Bench:
                     "-cp", interop.server_classpath("5", "namesrv"),
                     "org.apache.rocketmq.namesrv.NamesrvStartup", "-c", str(conf)]
             return argv, {"ROCKETMQ_HOME": str(home)}
-        argv = [str(self.binary), "--listen", self.addr,
+        argv = [str(self.binary), "--listen", addr,
                 "--kv-config-path", str(home / "kvConfig.json"),
                 "--config-store-path", str(home / "namesrv.properties"),
                 "--log-level", "warn"]
@@ -158,24 +182,31 @@ class Bench:
             argv += ["--config", str(conf)]
         return argv, {}
 
-    def port_free(self):
-        ok = interop.wait_until(f"{self.addr} to be free", 30, 0.2, lambda: not interop.port_open(self.addr))
+    def port_free(self, addr=None):
+        addr = addr or self.addr
+        ok = interop.wait_until(f"{addr} to be free", 30, 0.2, lambda: not interop.port_open(addr))
         return ok
 
-    def start(self, kind, label, tls=False):
-        self.port_free()
+    def start(self, kind, label, tls=False, port=None, brokers=None):
+        addr = f"127.0.0.1:{port}" if port else self.addr
+        self.port_free(addr)
         home = self.ctx.home(label)
-        argv, env = self.server_argv(kind, home, tls)
+        argv, env = self.server_argv(kind, home, tls, port=port, brokers=brokers)
         proc = self.ctx.spawn(label, self.nice + argv, home, env=env)
-        proc.addr = self.addr
+        proc.addr = addr
         self.ctx.logs.append((f"{label} stderr", proc.stderr))
+        if kind == "reference":
+            self.ctx.logs.append((f"{label} stdout", proc.stdout))
 
         def ready():
             if not proc.alive():
                 raise interop.Fail(f"{label} exited with {proc.popen.returncode} during start-up", self.ctx.logs)
-            return interop.port_open(self.addr)
+            # The reference server prints one line when it listens.
+            if kind == "reference" and "listening on" not in interop.read_text(proc.stdout):
+                return False
+            return interop.port_open(addr)
 
-        interop.wait_until(f"{label} to accept on {self.addr}", 120, 0.05, ready)
+        interop.wait_until(f"{label} to accept on {addr}", 120, 0.05, ready)
         return proc
 
     def stop(self, proc):
@@ -185,14 +216,17 @@ class Bench:
 
     # -- rmq-bench -----------------------------------------------------------------------------
 
-    def bench(self, label, argv, timeout, env=None, cwd=None, server_pid=None):
-        """Runs rmq-bench with argv, echoing its output indented; returns its final JSON line with
-        `other_cores`: machine CPU (/proc/stat) not charged to the server or the generator, i.e.
-        other users of the machine (or kernel work charged to no process), averaged over the run."""
-        full = [*self.nice, str(BENCH_BINARY), "--addr", self.addr, "--threads", str(self.args.threads), *argv]
+    def bench(self, label, argv, timeout, env=None, cwd=None, server_pid=None, addr=None, quiet=False):
+        """Runs rmq-bench with argv, echoing its output indented (unless quiet); returns its final
+        JSON line with `other_cores`: machine CPU (/proc/stat) not charged to the server or the
+        generator, i.e. other users of the machine (or kernel work charged to no process), averaged
+        over the run."""
+        full = [*self.nice, str(BENCH_BINARY), "--addr", addr or self.addr, "--threads", str(self.args.threads),
+                *argv]
         log = self.work / f"{label}.log"
         (self.work / f"{label}.argv").write_text(" ".join(full) + "\n")
-        print(f"# {label}: load {load()} (1, 5 min)", flush=True)
+        if not quiet:
+            print(f"# {label}: load {load()} (1, 5 min)", flush=True)
         run_env = {k: v for k, v in os.environ.items() if k not in ("ROCKETMQ_HOME", "NAMESRV_ADDR")}
         run_env.update(env or {})
         t0, busy0, kids0 = time.monotonic(), busy_cpu_s(), children_cpu_s()
@@ -209,7 +243,7 @@ class Bench:
                     sink.write(line + "\n")
                     if line.startswith("{"):
                         last = line
-                    else:
+                    elif not quiet:
                         print(f"    {line}", flush=True)
             popen.wait(timeout=30)
         finally:
@@ -226,8 +260,9 @@ class Bench:
         result = json.loads(last)
         result["load_after"] = load()
         result["other_cores"] = round(max(other, 0.0) / wall, 2)
-        print(f"# {label}: {wall:.0f} s; CPU not charged to the server or the generator (other processes): "
-              f"{result['other_cores']:.2f} cores", flush=True)
+        if not quiet:
+            print(f"# {label}: {wall:.0f} s; CPU not charged to the server or the generator (other processes): "
+                  f"{result['other_cores']:.2f} cores", flush=True)
         return result
 
     def routes(self, label, pid, rate=None, tls=False):
@@ -453,6 +488,322 @@ def report_tls(results):
     print("  (TLS/plain of the open loop compares different offered loads when the two rows 'offered' differ)")
 
 
+# ---------------------------------------------------------------------------------------------
+# --shapes: every workload a ratio to the reference server, measured interleaved in the same run
+
+SHAPES_FULL = {"shape_warmup": "2s", "shape_duration": "5s", "rounds": 2,
+               "warm_window": "5s", "warm_min": 30.0, "warm_max": 120.0}
+SHAPES_QUICK = {"shape_warmup": "1s", "shape_duration": "2s", "rounds": 1,
+                "warm_window": "3s", "warm_min": 30.0, "warm_max": 60.0}
+SHAPE_KINDS = ("reference", "ours", "java")
+KIND_NAMES = {"reference": "reference", "ours": "ours", "java": "Java 5.5.0"}
+PIPELINED_SHAPES = ("4x8", "64x4", "64x16")
+
+
+def parse_shape(text):
+    try:
+        conns, pipeline = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise SystemExit(f"compare.py: cannot read shape {text!r} (connections x in flight, e.g. 4x8)")
+    if conns < 1 or pipeline < 1:
+        raise SystemExit(f"compare.py: shape {text!r} needs positive numbers")
+    return conns, pipeline
+
+
+def fint(value):
+    """A count or a latency in µs: 1,234 (no decimals)."""
+    return "-" if value is None else f"{value:,.0f}"
+
+
+def brokers_text(size):
+    return f"{size} broker{'' if size == 1 else 's'}"
+
+
+def median(values):
+    values = sorted(v for v in values if v is not None)
+    if not values:
+        return None
+    mid = len(values) // 2
+    return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
+
+
+def shape_summary(r):
+    """The figures of one closed-loop `routes` run that the shapes report uses."""
+    return {
+        "rps": r.get("throughput_rps"),
+        "p50": dig(r, "latency_us", "p50"), "p99": dig(r, "latency_us", "p99"),
+        "p999": dig(r, "latency_us", "p999"), "max": dig(r, "latency_us", "max"),
+        "server_us_per_req": dig(r, "cpu_us_per_request", "server"),
+        "bench_us_per_req": dig(r, "cpu_us_per_request", "bench"),
+        "server_cores": dig(r, "cpu", "server_cores"), "bench_cores": dig(r, "cpu", "bench_cores"),
+        "other_cores": r.get("other_cores"), "errors": r.get("errors"),
+        "failed_connections": len(r.get("failed_connections") or []),
+        "body_bytes": r.get("probe_body_bytes"), "load_after": r.get("load_after"),
+    }
+
+
+class Shapes:
+    """The --shapes run: per route size, the reference server, ours and Java started once (each on
+    its own port, brokers held registered by `rmq-bench brokers`), warmed, then measured
+    round-robin shape by shape."""
+
+    def __init__(self, bench, kinds):
+        self.bench = bench
+        self.args = bench.args
+        self.kinds = kinds
+        self.shapes = [s.strip() for s in self.args.shape_list.split(",") if s.strip()]
+        for shape in self.shapes + [self.args.warm_shape]:
+            parse_shape(shape)
+        self.sizes = [int(v) for v in self.args.route_sizes.split(",") if v.strip()]
+        self.runs = []      # every measurement, in order
+        self.warmups = {}   # size -> kind -> warm-up record
+        self.bodies = {}    # size -> kind -> route body bytes seen by the probe
+
+    def run_routes(self, label, proc, size, shape, warmup, duration):
+        conns, pipeline = parse_shape(shape)
+        a = self.args
+        argv = ["--pid", str(proc.pid), "routes", "--preregistered", "--brokers", str(size),
+                "--topics", str(a.route_topics), "--connections", str(conns), "--pipeline", str(pipeline),
+                "--warmup", warmup, "--duration", duration]
+        budget = seconds(warmup) + seconds(duration) + 120
+        r = self.bench.bench(label, argv, budget, server_pid=proc.pid, addr=proc.addr, quiet=True)
+        log = interop.read_text(self.bench.work / f"{label}.log")
+        found = re.search(r"^probe: route of the first topic is (\d+) bytes", log, re.MULTILINE)
+        r["probe_body_bytes"] = int(found.group(1)) if found else None
+        return shape_summary(r)
+
+    @staticmethod
+    def line(tag, kind, m):
+        errors = f"  ERRORS {m['errors']}" if m["errors"] else ""
+        failed = f"  FAILED CONNECTIONS {m['failed_connections']}" if m["failed_connections"] else ""
+        print(f"  {tag:<24} {KIND_NAMES[kind]:<10} {fint(m['rps']):>9} req/s  p50 {fint(m['p50']):>6}  "
+              f"p99 {fint(m['p99']):>6} µs  server {fmt(m['server_us_per_req'], 1):>5} µs/req "
+              f"({fmt(m['server_cores'], 1)} cores)  generator {fmt(m['bench_us_per_req'], 1)} µs/req  "
+              f"other {fmt(m['other_cores'], 1)} cores{errors}{failed}", flush=True)
+
+    def hold_brokers(self, label, proc, size):
+        """`rmq-bench brokers` registering `size` broker groups on proc, held until stopped."""
+        home = self.bench.ctx.home(label)
+        argv = [*self.bench.nice, str(BENCH_BINARY), "--addr", proc.addr, "brokers", "--brokers", str(size),
+                "--topics", str(self.args.route_topics), "--queues", "8"]
+        holder = self.bench.ctx.spawn(label, argv, home)
+        self.bench.ctx.logs.append((f"{label} stdout", holder.stdout))
+        self.bench.ctx.logs.append((f"{label} stderr", holder.stderr))
+
+        def ready():
+            if not holder.alive():
+                raise interop.Fail(f"{label} exited with {holder.popen.returncode}", self.bench.ctx.logs)
+            return "registered:" in interop.read_text(holder.stdout)
+
+        interop.wait_until(f"{label} to register {size} brokers", 120, 0.1, ready)
+        return holder
+
+    def warm(self, kind, proc, size):
+        """Warm-up windows of the warm-up shape. Java: repeated until two in a row agree within
+        --warm-tolerance and --warm-min seconds have passed (at most --warm-max); the others: one
+        window. The first window is the cold figure, the last the warm one."""
+        a = self.args
+        window = seconds(a.warm_window)
+        windows, converged, t0 = [], False, time.monotonic()
+        while True:
+            n = len(windows) + 1
+            m = self.run_routes(f"b{size}-{kind}-warm{n}", proc, size, a.warm_shape, "0s", a.warm_window)
+            windows.append(m)
+            elapsed = time.monotonic() - t0
+            self.line(f"{brokers_text(size)}, warm-up {n}", kind, m)
+            if kind != "java":
+                break
+            if len(windows) >= 2:
+                x, y = windows[-2]["rps"] or 0, windows[-1]["rps"] or 0
+                if abs(y - x) <= a.warm_tolerance * max(x, y, 1) and elapsed >= a.warm_min:
+                    converged = True
+                    break
+            if elapsed + window > a.warm_max:
+                break
+        record = {"cold": windows[0], "warm": windows[-1], "windows_rps": [w["rps"] for w in windows],
+                  "seconds": round(time.monotonic() - t0, 1), "converged": converged if kind == "java" else None}
+        if kind == "java":
+            print(f"  Java warm-up: {len(windows)} windows in {record['seconds']:.0f} s, "
+                  f"{'converged' if converged else 'NOT converged (--warm-max reached)'}: "
+                  f"{' → '.join(fint(v) for v in record['windows_rps'])} req/s", flush=True)
+        return record
+
+    def size(self, size):
+        bench, a = self.bench, self.args
+        procs, holders = {}, []
+        print(f"## route of {brokers_text(size)}", flush=True)
+        t0 = time.monotonic()
+        try:
+            for kind in self.kinds:
+                procs[kind] = bench.start(kind, f"b{size}-{kind}", port=interop.free_port(), brokers=size)
+            for kind in self.kinds:
+                if kind != "reference":
+                    holders.append(self.hold_brokers(f"b{size}-{kind}-brokers", procs[kind], size))
+            self.warmups[size] = {kind: self.warm(kind, procs[kind], size) for kind in self.kinds}
+            for rnd in range(1, a.rounds + 1):
+                for shape in self.shapes:
+                    for kind in self.kinds:
+                        m = self.run_routes(f"b{size}-{shape}-{kind}-r{rnd}", procs[kind], size, shape,
+                                            a.shape_warmup, a.shape_duration)
+                        self.line(f"{brokers_text(size)}, {shape} r{rnd}", kind, m)
+                        self.runs.append({"brokers": size, "shape": shape, "round": rnd, "server": kind, **m})
+                        if m["body_bytes"]:
+                            self.bodies.setdefault(size, {})[kind] = m["body_bytes"]
+        finally:
+            for proc in holders + [procs[k] for k in reversed(self.kinds) if k in procs]:
+                bench.stop(proc)
+        print(f"# route of {brokers_text(size)}: {time.monotonic() - t0:.0f} s", flush=True)
+
+    # -- the figures ---------------------------------------------------------------------------
+
+    def pick(self, size, shape, kind):
+        return [r for r in self.runs if (r["brokers"], r["shape"], r["server"]) == (size, shape, kind)]
+
+    def ratio_median(self, size, shape, num, den, key):
+        """The median over rounds of num/den of `key`, each round's two runs adjacent in time."""
+        by_round = {r["round"]: r for r in self.pick(size, shape, den)}
+        values = [ratio(r[key], by_round[r["round"]][key]) for r in self.pick(size, shape, num)
+                  if r["round"] in by_round]
+        return median(values)
+
+    def summary(self):
+        out = {}
+        keys = ("rps", "p50", "p99", "p999", "server_us_per_req", "bench_us_per_req", "server_cores",
+                "bench_cores", "other_cores", "errors")
+        for size in self.sizes:
+            for shape in self.shapes:
+                cell = {}
+                for kind in self.kinds:
+                    runs = self.pick(size, shape, kind)
+                    if runs:
+                        cell[kind] = {k: median([r[k] for r in runs]) for k in keys}
+                ratios = {}
+                for num, den in (("ours", "reference"), ("java", "reference"), ("ours", "java")):
+                    if num in cell and den in cell:
+                        for key in ("rps", "p99", "server_us_per_req"):
+                            ratios[f"{num}/{den} {key}"] = self.ratio_median(size, shape, num, den, key)
+                cell["ratios"] = ratios
+                out[f"{size}/{shape}"] = cell
+        return out
+
+    def targets(self, summary):
+        rows = []
+
+        def row(name, key, shape, ok):
+            values = [dig(summary, f"{size}/{shape}", "ratios", key) for size in self.sizes]
+            if shape not in self.shapes or any(v is None for v in values):
+                rows.append((name, None, None))
+                return
+            rows.append((name, values, all(ok(v) for v in values)))
+
+        for shape in PIPELINED_SHAPES:
+            row(f"throughput >= 0.85x the reference at {shape}", "ours/reference rps", shape, lambda v: v >= 0.85)
+        row("throughput >= 0.9x the reference at 1x1", "ours/reference rps", "1x1", lambda v: v >= 0.9)
+        for shape in self.shapes:
+            row(f"p99 <= 1.5x the reference's at {shape}", "ours/reference p99", shape, lambda v: v <= 1.5)
+        row("throughput >= 3x the warmed Java NameServer at 4x8", "ours/java rps", "4x8", lambda v: v >= 3)
+        return rows
+
+    def report(self, meta):
+        summary = self.summary()
+        print()
+        print(f"Route queries by shape (connections x in flight), {self.args.rounds} round(s) of "
+              f"{self.args.shape_warmup} + {self.args.shape_duration} per server and shape, interleaved "
+              f"reference → ours → Java; figures are medians over rounds, ratios medians of per-round ratios.")
+        print("CPU µs/req: server CPU time (user+sys, /proc, 10 ms ticks) over the measured window per answered "
+              "request; gen: the generator's.")
+        head = (f"{'brokers':>7} {'shape':<6} {'server':<10} {'req/s':>9} {'p50 µs':>7} {'p99 µs':>7} "
+                f"{'p99.9 µs':>8} {'srv µs/req':>10} {'gen µs/req':>10} {'x ref req/s':>11} {'x ref p99':>9} "
+                f"{'x Java req/s':>12}")
+        print(head)
+        for size in self.sizes:
+            bodies = self.bodies.get(size, {})
+            print(f"-- route of {brokers_text(size)}: body "
+                  + ", ".join(f"{KIND_NAMES[k]} {bodies[k]:,} B" for k in self.kinds if k in bodies))
+            for shape in self.shapes:
+                cell = summary.get(f"{size}/{shape}", {})
+                ratios = cell.get("ratios", {})
+                for kind in self.kinds:
+                    m = cell.get(kind)
+                    if not m:
+                        continue
+                    xr = ratios.get(f"{kind}/reference rps") if kind != "reference" else None
+                    xp = ratios.get(f"{kind}/reference p99") if kind != "reference" else None
+                    xj = ratios.get("ours/java rps") if kind == "ours" else None
+                    r3 = lambda v: "" if v is None else f"{v:.2f}"  # noqa: E731
+                    print(f"{size:>7} {shape:<6} {KIND_NAMES[kind]:<10} {fint(m['rps']):>9} {fint(m['p50']):>7} "
+                          f"{fint(m['p99']):>7} {fint(m['p999']):>8} {fmt(m['server_us_per_req'], 1):>10} "
+                          f"{fmt(m['bench_us_per_req'], 1):>10} {r3(xr):>11} {r3(xp):>9} {r3(xj):>12}".rstrip())
+        print()
+        print(f"Warm-up ({self.args.warm_shape}, windows of {self.args.warm_window}; Java until two in a row agree "
+              f"within {self.args.warm_tolerance:.0%} and >= {self.args.warm_min:.0f} s, at most "
+              f"{self.args.warm_max:.0f} s): cold = first window, warm = last window, measured = the interleaved "
+              f"{self.args.warm_shape} figure")
+        print(f"{'brokers':>7} {'server':<10} {'cold req/s':>10} {'cold p99':>9} {'warm req/s':>10} {'warm p99':>9} "
+              f"{'measured':>9} {'windows':>7} {'seconds':>7}  converged")
+        for size in self.sizes:
+            for kind in self.kinds:
+                w = dig(self.warmups, size, kind)
+                if not w:
+                    continue
+                measured = dig(summary, f"{size}/{self.args.warm_shape}", kind, "rps")
+                conv = {True: "yes", False: "NO", None: "-"}[w["converged"]]
+                print(f"{size:>7} {KIND_NAMES[kind]:<10} {fint(w['cold']['rps']):>10} {fint(w['cold']['p99']):>9} "
+                      f"{fint(w['warm']['rps']):>10} {fint(w['warm']['p99']):>9} {fint(measured):>9} "
+                      f"{len(w['windows_rps']):>7} {w['seconds']:>7.0f}  {conv}")
+        print()
+        print("targets of the issue (benchmark figures of this run, not tests):")
+        verdicts = []
+        sizes = "/".join(map(str, self.sizes))
+        for name, values, met in self.targets(summary):
+            verdict = "N/A   " if met is None else ("MET   " if met else "MISSED")
+            shown = "" if values is None else f" ({sizes} brokers: {' / '.join(f'{v:.2f}' for v in values)})"
+            print(f"  {verdict} {name}{shown}")
+            verdicts.append({"target": name, "route_sizes": self.sizes, "values": values, "met": met})
+        print(f"# load average before {meta['load_before']}, after {meta['load_after']}; {meta['cpus']} CPUs "
+              f"shared by the generator and the servers; mode {meta['mode']}")
+        return summary, verdicts
+
+
+def run_shapes(args, bench, servers, meta):
+    kinds = ["reference"] + [k for k in ("ours", "java") if k in servers]
+    shapes = Shapes(bench, kinds)
+    print(f"# rmq-bench compare --shapes ({meta['mode']}): {', '.join(KIND_NAMES[k] for k in kinds)}; "
+          f"routes of {shapes.sizes} brokers x {args.route_topics} topics; shapes {shapes.shapes}; "
+          f"work dir {bench.work}", flush=True)
+    print(f"# load average {meta['load_before']} (1, 5 min) on {meta['cpus']} CPUs", flush=True)
+    failed = None
+    started = time.monotonic()
+    try:
+        for size in shapes.sizes:
+            shapes.size(size)
+    except interop.Fail as e:
+        failed = str(e)
+        print(f"FAIL: {e}", flush=True)
+        interop.print_logs(e.logs)
+    except KeyboardInterrupt:
+        failed = "interrupted"
+        print("FAIL: interrupted", flush=True)
+    finally:
+        bench.ctx.cleanup()
+    meta["load_after"] = load()
+    meta["seconds"] = round(time.monotonic() - started)
+    meta["shapes"] = {k: getattr(args, k) for k in SHAPES_FULL}
+    meta["shapes"].update({"shape_list": shapes.shapes, "route_sizes": shapes.sizes, "warm_shape": args.warm_shape,
+                           "warm_tolerance": args.warm_tolerance, "topics": args.route_topics,
+                           "ref_workers": args.ref_workers or os.cpu_count()})
+    summary, verdicts = shapes.report(meta)
+    print(f"# total {meta['seconds']} s", flush=True)
+    if failed or args.keep:
+        print(f"# work dir kept: {bench.work}", flush=True)
+    else:
+        shutil.rmtree(bench.work, ignore_errors=True)
+    result = {"meta": meta, "shapes": {"summary": summary, "warmup": shapes.warmups, "runs": shapes.runs},
+              "targets": verdicts, "error": failed}
+    print("BENCH_RESULT " + json.dumps(result, separators=(",", ":")), flush=True)
+    return 1 if failed else 0
+
+
 def enter_netns(args):
     """Re-executes this script in a new loopback-only network namespace (like interop/run.py)."""
     unshare = shutil.which("unshare")
@@ -481,7 +832,24 @@ def main():
     parser.add_argument("--tls-open-rate", type=int, default=None,
                         help="TLS open-loop offered load in req/s (default: --open-fraction of Java's TLS "
                              "closed-loop throughput)")
-    parser.add_argument("--servers", default="java,ours", help="which servers, in order (java,ours)")
+    parser.add_argument("--shapes", action="store_true",
+                        help="instead of the workloads above: route queries at several shapes and route sizes, "
+                             "every figure a ratio to `rmq-bench reference-server` measured interleaved (reference, "
+                             "ours, Java) in the same run, Java warmed first (full ~12-16 min, --quick ~4.5 min)")
+    for key, value in SHAPES_FULL.items():
+        parser.add_argument("--" + key.replace("_", "-"), type=type(value), default=None,
+                            help=f"--shapes: default {value} (quick: {SHAPES_QUICK[key]})")
+    parser.add_argument("--shape-list", default="1x1,4x8,64x4,64x16",
+                        help="--shapes: connections x requests in flight per connection (1x1,4x8,64x4,64x16)")
+    parser.add_argument("--route-sizes", default="1,4,10",
+                        help="--shapes: broker groups in the route, one server start per size (1,4,10)")
+    parser.add_argument("--warm-shape", default="4x8", help="--shapes: the shape of the warm-up windows (4x8)")
+    parser.add_argument("--warm-tolerance", type=float, default=0.05,
+                        help="--shapes: Java is warm when two warm-up windows in a row agree within this (0.05)")
+    parser.add_argument("--ref-workers", type=int, default=0,
+                        help="--shapes: worker threads of the reference server (0: one per CPU, as ours)")
+    parser.add_argument("--servers", default="java,ours",
+                        help="which servers, in order (java,ours); --shapes always adds the reference server")
     parser.add_argument("--binary", default=str(OUR_BINARY.relative_to(REPO)),
                         help="our server's binary, relative to the repo root or absolute "
                              "(default: target/release/rmq-namesrv)")
@@ -496,6 +864,11 @@ def main():
     for key, value in preset.items():
         if getattr(args, key) is None:
             setattr(args, key, value)
+    for key, value in (SHAPES_QUICK if args.quick else SHAPES_FULL).items():
+        if getattr(args, key) is None:
+            setattr(args, key, value)
+    if args.shapes and args.tls:
+        raise SystemExit("compare.py: --shapes runs plain TCP only (drop --tls)")
 
     missing = [str(p) for p in ((REPO / args.binary), BENCH_BINARY) if not p.is_file()]
     if missing:
@@ -525,6 +898,8 @@ def main():
             "port": bench.port, "settings": {k: getattr(args, k) for k in FULL},
             "open_fraction": args.open_fraction, "nice": args.nice, "threads": args.threads,
             "binary": args.binary, "tls": args.tls}
+    if args.shapes:
+        return run_shapes(args, bench, servers, meta)
     print(f"# rmq-bench compare ({meta['mode']}): servers {servers} on {bench.addr}, work dir {work}", flush=True)
     print(f"# load average {meta['load_before']} (1, 5 min) on {meta['cpus']} CPUs", flush=True)
     results = {}

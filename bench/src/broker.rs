@@ -26,6 +26,17 @@ pub fn topic_names(prefix: &str, count: usize) -> Vec<String> {
     (0..count).map(|i| format!("{prefix}{i:05}")).collect()
 }
 
+/// The name of broker `index` of `group`.
+pub fn broker_name(group: &str, index: usize) -> String {
+    format!("{group}-{index:03}")
+}
+
+/// The port broker `index` advertises (on 127.0.0.1; nothing listens there).
+pub fn broker_port(index: usize) -> Result<u16, BenchError> {
+    u16::try_from(20_000 + index * 4)
+        .map_err(|_| BenchError::Protocol(format!("broker index {index} is too large")))
+}
+
 /// One simulated broker (a master, id 0) and its REGISTER_BROKER frame.
 #[derive(Debug, Clone)]
 pub struct Broker {
@@ -44,9 +55,8 @@ impl Broker {
         topics: &[String],
         queues: i32,
     ) -> Result<Self, BenchError> {
-        let name = format!("{group}-{index:03}");
-        let port = u16::try_from(20_000 + index * 4)
-            .map_err(|_| BenchError::Protocol(format!("broker index {index} is too large")))?;
+        let name = broker_name(group, index);
+        let port = broker_port(index)?;
         let mut broker = FakeBroker::new(CLUSTER, &name, 0, port, topics.to_vec());
         broker.queues = queues;
         let opaque = i32::try_from(index).unwrap_or(i32::MAX);

@@ -6,7 +6,16 @@
 //! rmq-bench --addr 127.0.0.1:9876 --pid <server pid> storm
 //! rmq-bench --addr 127.0.0.1:9876 startup -- <server command>
 //! rmq-bench --tls [--tls-ca CA.pem] --addr 127.0.0.1:9876 --pid <server pid> routes|storm
+//! rmq-bench --addr 127.0.0.1:9876 brokers --brokers 10 --topics 1000     # until SIGTERM
+//! rmq-bench --addr 127.0.0.1:9876 --pid <server pid> routes --preregistered --connections 4 --pipeline 8
+//! rmq-bench reference-server --listen 127.0.0.1:9877 --workers 2 --brokers 10  # until SIGTERM
 //! ```
+//!
+//! `brokers` registers the broker groups of `routes` and holds them (connections open,
+//! re-registering) until SIGTERM/SIGINT, so that many `routes --preregistered` runs (other
+//! shapes, interleaved with other servers) query one populated server. `reference-server` is the
+//! ceiling those runs are compared with: it answers every request with one pre-encoded route reply
+//! of the same size (see `reference.rs`).
 //!
 //! With `--tls` every connection of `routes` and `storm` (route queries and the simulated
 //! brokers) is TLS, with Java's client semantics (any server certificate unless `--tls-ca`);
@@ -19,7 +28,9 @@
 //! VmRSS / VmHWM of `/proc/<pid>/status`. See `bench/compare.py` for the side-by-side run.
 
 mod broker;
+mod hold;
 mod openloop;
+mod reference;
 mod routes;
 mod startup;
 mod stats;
@@ -106,6 +117,10 @@ enum Workload {
     Storm(storm::StormArgs),
     /// Spawn a server command, time until it accepts, then its idle RSS; kills it at the end.
     Startup(startup::StartupArgs),
+    /// Register the broker groups of `routes` and keep them registered until SIGTERM/SIGINT.
+    Brokers(hold::HoldArgs),
+    /// A server answering every request with one pre-encoded route reply: the ceiling.
+    ReferenceServer(reference::ReferenceArgs),
 }
 
 fn main() -> ExitCode {
@@ -133,19 +148,25 @@ fn main() -> ExitCode {
 fn run(cli: &Cli) -> Result<serde_json::Value, BenchError> {
     match &cli.workload {
         Workload::Startup(args) => startup::run(cli.common.addr, args),
-        Workload::Routes(_) | Workload::Storm(_) => tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(cli.common.threads.max(1))
-            .enable_all()
-            .build()
-            .map_err(BenchError::from)
-            .and_then(|rt| {
-                rt.block_on(async {
-                    match &cli.workload {
-                        Workload::Routes(args) => routes::run(&cli.common, args).await,
-                        Workload::Storm(args) => storm::run(&cli.common, args).await,
-                        Workload::Startup(_) => Err(BenchError::Usage("unreachable".into())),
-                    }
+        Workload::ReferenceServer(args) => reference::run(args),
+        Workload::Routes(_) | Workload::Storm(_) | Workload::Brokers(_) => {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(cli.common.threads.max(1))
+                .enable_all()
+                .build()
+                .map_err(BenchError::from)
+                .and_then(|rt| {
+                    rt.block_on(async {
+                        match &cli.workload {
+                            Workload::Routes(args) => routes::run(&cli.common, args).await,
+                            Workload::Storm(args) => storm::run(&cli.common, args).await,
+                            Workload::Brokers(args) => hold::run(&cli.common, args).await,
+                            Workload::Startup(_) | Workload::ReferenceServer(_) => {
+                                Err(BenchError::Usage("unreachable".into()))
+                            }
+                        }
+                    })
                 })
-            }),
+        }
     }
 }

@@ -21,6 +21,24 @@ use crate::stats::{memory_json, mib, CpuWindow, Latencies, Memory};
 use crate::wire::{self, next_reply, route_request, RequestTemplate};
 use crate::{BenchError, Common};
 
+/// The topics of the route workloads, and the broker group their brokers belong to.
+pub const TOPIC_PREFIX: &str = "BenchRoute-";
+pub const GROUP: &str = "bench-route";
+
+/// The topics and brokers `routes` (and `brokers`) register: `brokers` masters, each carrying the
+/// same `topics` topics with `queues` queues.
+pub fn route_brokers(
+    brokers: usize,
+    topics: usize,
+    queues: i32,
+) -> Result<(Vec<String>, Vec<Arc<Broker>>), BenchError> {
+    let topics = broker::topic_names(TOPIC_PREFIX, topics);
+    let brokers = (0..brokers)
+        .map(|i| Broker::new(GROUP, i, &topics, queues).map(Arc::new))
+        .collect::<Result<_, _>>()?;
+    Ok((topics, brokers))
+}
+
 #[derive(Debug, Clone, Args)]
 pub struct RoutesArgs {
     /// Broker groups (one master each) registered before the queries.
@@ -51,6 +69,11 @@ pub struct RoutesArgs {
     /// The brokers re-register this often, as real ones do (every 30 s).
     #[arg(long, value_parser = humantime::parse_duration, default_value = "30s")]
     pub register_period: Duration,
+    /// Register nothing: the topics are already there (registered by a running `rmq-bench
+    /// brokers` with the same --topics, or a reference server, which needs none). The probe still
+    /// checks that the first topic has a route; --brokers is then only reported.
+    #[arg(long)]
+    pub preregistered: bool,
 }
 
 pub async fn run(common: &Common, args: &RoutesArgs) -> Result<Value, BenchError> {
@@ -60,22 +83,28 @@ pub async fn run(common: &Common, args: &RoutesArgs) -> Result<Value, BenchError
         ));
     }
     let addr = common.addr;
-    let topics = broker::topic_names("BenchRoute-", args.topics);
-    let brokers: Vec<Arc<Broker>> = (0..args.brokers)
-        .map(|i| Broker::new("bench-route", i, &topics, args.queues).map(Arc::new))
-        .collect::<Result<_, _>>()?;
     let tls = common.tls_config.as_ref();
-    let (registered, setup) =
-        broker::register_all(addr, tls, brokers, args.brokers, common.timeout).await?;
-    println!(
-        "setup: {} broker groups x {} topics registered in {:.2} s{}",
-        args.brokers,
-        args.topics,
-        setup.as_secs_f64(),
-        if tls.is_some() { " over TLS" } else { "" }
-    );
-    let run_end = Instant::now() + args.warmup + args.duration + common.timeout * 2;
-    let keepers = broker::keep_alive(registered, args.register_period, run_end, common.timeout);
+    let (topics, keepers) = if args.preregistered {
+        println!(
+            "setup: none, {} topics expected to be registered already",
+            args.topics
+        );
+        (broker::topic_names(TOPIC_PREFIX, args.topics), None)
+    } else {
+        let (topics, brokers) = route_brokers(args.brokers, args.topics, args.queues)?;
+        let (registered, setup) =
+            broker::register_all(addr, tls, brokers, args.brokers, common.timeout).await?;
+        println!(
+            "setup: {} broker groups x {} topics registered in {:.2} s{}",
+            args.brokers,
+            args.topics,
+            setup.as_secs_f64(),
+            if tls.is_some() { " over TLS" } else { "" }
+        );
+        let run_end = Instant::now() + args.warmup + args.duration + common.timeout * 2;
+        let keepers = broker::keep_alive(registered, args.register_period, run_end, common.timeout);
+        (topics, Some(keepers))
+    };
 
     let templates: Arc<Vec<RequestTemplate>> = Arc::new(
         topics
@@ -93,6 +122,7 @@ pub async fn run(common: &Common, args: &RoutesArgs) -> Result<Value, BenchError
     drop(keepers);
     result.map(|mut json| {
         json["tls"] = tls_info;
+        json["preregistered"] = args.preregistered.into();
         json
     })
 }
@@ -226,6 +256,7 @@ async fn closed_loop(
     );
     println!("  latency {}", latencies.summary());
     print_server(common.pid, &cpu);
+    let per_request = per_request_us(&cpu, ok + errors);
     Ok(json!({
         "workload": "routes",
         "mode": "closed",
@@ -242,8 +273,21 @@ async fn closed_loop(
         "throughput_rps": throughput.round(),
         "latency_us": latencies.to_json(),
         "cpu": cpu,
+        "cpu_us_per_request": per_request,
         "server": memory,
     }))
+}
+
+/// CPU time per answered request in µs, of the server and of the generator, over the window
+/// (`/proc` counts CPU time in 10 ms ticks: a window should hold a second of CPU or more).
+fn per_request_us(cpu: &Value, answered: u64) -> Value {
+    let per = |key: &str| {
+        cpu[key]
+            .as_f64()
+            .filter(|_| answered > 0)
+            .map(|s| (s * 1e7 / answered as f64).round() / 10.0)
+    };
+    json!({"server": per("server_cpu_s"), "bench": per("bench_cpu_s")})
 }
 
 /// One pipelined connection: keeps `pipeline` requests in flight; a reply is answered by the

@@ -7,7 +7,6 @@
 //! them is generic over the stream type, so a plaintext run executes the same monomorphic
 //! `TcpStream` code it always did (no per-read branch on the kind of stream).
 
-use std::io::Write as _;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,7 +25,8 @@ use crate::BenchError;
 /// The opaque written into a template; its digits are cut out and replaced per request.
 const SENTINEL: i32 = 1_234_567_891;
 
-/// A request encoded once; `encode` writes it with any opaque.
+/// A frame encoded once (a request, or the reference server's reply); `encode` writes it with any
+/// opaque.
 #[derive(Debug, Clone)]
 pub struct RequestTemplate {
     type_byte: u8,
@@ -70,21 +70,42 @@ impl RequestTemplate {
 
     /// Appends the whole frame with `opaque` to `dst`.
     pub fn encode(&self, opaque: i32, dst: &mut BytesMut) {
-        let mut digits = [0u8; 12];
-        let mut cursor = &mut digits[..];
-        // 12 bytes hold any i32 in decimal.
-        let _ = write!(cursor, "{opaque}");
-        let used = 12 - cursor.len();
-        let header_len = self.head.len() + used + self.tail.len();
+        let mut digits = [0u8; 11];
+        let digits = decimal(opaque, &mut digits);
+        let header_len = self.head.len() + digits.len() + self.tail.len();
         let total = 4 + header_len + self.body.len();
         dst.reserve(4 + total);
         dst.put_i32(i32::try_from(total).unwrap_or(i32::MAX));
         dst.put_u32((u32::from(self.type_byte) << 24) | (header_len as u32 & 0x00FF_FFFF));
         dst.put_slice(&self.head);
-        dst.put_slice(&digits[..used]);
+        dst.put_slice(digits);
         dst.put_slice(&self.tail);
         dst.put_slice(&self.body);
     }
+
+    /// Bytes of the whole frame with an opaque of `digits` digits.
+    pub fn frame_len(&self, digits: usize) -> usize {
+        8 + self.head.len() + digits + self.tail.len() + self.body.len()
+    }
+}
+
+/// `value` in decimal, written at the end of `buf` (11 bytes hold any i32).
+fn decimal(value: i32, buf: &mut [u8; 11]) -> &[u8] {
+    let mut at = buf.len();
+    let mut rest = value.unsigned_abs();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    if value < 0 {
+        at -= 1;
+        buf[at] = b'-';
+    }
+    &buf[at..]
 }
 
 fn find_unique(haystack: &[u8], needle: &[u8]) -> Option<usize> {
@@ -111,8 +132,9 @@ pub struct Reply {
     pub body_len: usize,
 }
 
-/// Takes the next whole frame off the front of `buf`; `Ok(None)` when more bytes are needed.
-pub fn next_reply(buf: &mut BytesMut) -> Result<Option<Reply>, BenchError> {
+/// The size of the frame at the front of `buf` (its length field included) once all of it is
+/// there; `Ok(None)` (and room reserved for the rest) while more bytes are needed.
+fn whole_frame(buf: &mut BytesMut) -> Result<Option<usize>, BenchError> {
     let Some(len_bytes) = buf.get(..4) else {
         return Ok(None);
     };
@@ -126,6 +148,44 @@ pub fn next_reply(buf: &mut BytesMut) -> Result<Option<Reply>, BenchError> {
         buf.reserve(total - buf.len());
         return Ok(None);
     }
+    Ok(Some(total))
+}
+
+/// Takes the next whole request off the front of `buf` and returns its opaque (all the reference
+/// server needs of it); `Ok(None)` when more bytes are needed.
+pub fn next_request_opaque(buf: &mut BytesMut) -> Result<Option<i32>, BenchError> {
+    let Some(total) = whole_frame(buf)? else {
+        return Ok(None);
+    };
+    let frame = &buf[4..total];
+    let opaque = match scan_opaque(frame) {
+        Some(opaque) => opaque,
+        None => {
+            decode_frame(Bytes::copy_from_slice(frame))
+                .map_err(|e| BenchError::Protocol(format!("bad request: {e}")))?
+                .opaque
+        }
+    };
+    buf.advance(total);
+    Ok(Some(opaque))
+}
+
+/// The opaque of a frame (after its length field) without decoding its header.
+fn scan_opaque(frame: &[u8]) -> Option<i32> {
+    let word = u32::from_be_bytes(frame.get(..4)?.try_into().ok()?);
+    let header = frame.get(4..4 + (word & 0x00FF_FFFF) as usize)?;
+    match word >> 24 {
+        0 => json_int(header, b"\"opaque\":"),
+        1 => Some(i32::from_be_bytes(header.get(5..9)?.try_into().ok()?)),
+        _ => None,
+    }
+}
+
+/// Takes the next whole frame off the front of `buf`; `Ok(None)` when more bytes are needed.
+pub fn next_reply(buf: &mut BytesMut) -> Result<Option<Reply>, BenchError> {
+    let Some(total) = whole_frame(buf)? else {
+        return Ok(None);
+    };
     let frame = &buf[4..total];
     let reply = match scan(frame) {
         Some(reply) => reply,
@@ -267,7 +327,7 @@ mod tests {
     #[test]
     fn template_matches_the_codec() {
         let template = RequestTemplate::new(&route_request("TopicTest")).unwrap();
-        for opaque in [0, 1, 7, 42, 123_456, i32::MAX, -5] {
+        for opaque in [0, 1, 7, 9, 10, 42, 123_456, i32::MAX, -5, -10, i32::MIN] {
             let mut ours = BytesMut::new();
             template.encode(opaque, &mut ours);
             let mut reference = BytesMut::new();
@@ -311,6 +371,24 @@ mod tests {
                 body_len: 0
             })
         );
+        assert!(buf.is_empty());
+    }
+
+    #[test]
+    fn request_opaques_are_found_in_both_serializations() {
+        let mut buf = BytesMut::new();
+        RequestTemplate::new(&route_request("T"))
+            .unwrap()
+            .encode(-42, &mut buf);
+        let binary = route_request("T")
+            .with_opaque(99)
+            .with_serialize_type(SerializeType::RocketMq);
+        encode_frame(&binary, &mut buf).unwrap();
+        let mut partial = BytesMut::from(&buf[..buf.len() - 1]);
+        assert_eq!(next_request_opaque(&mut partial).unwrap(), Some(-42));
+        assert_eq!(next_request_opaque(&mut partial).unwrap(), None);
+        assert_eq!(next_request_opaque(&mut buf).unwrap(), Some(-42));
+        assert_eq!(next_request_opaque(&mut buf).unwrap(), Some(99));
         assert!(buf.is_empty());
     }
 
