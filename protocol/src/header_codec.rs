@@ -77,6 +77,14 @@ fn decode_json(bytes: &[u8]) -> Result<RemotingCommand, HeaderError> {
     }
     // Validated once as a whole, the text's strings are not validated again one by one.
     let text = std::str::from_utf8(bytes)?;
+    if let Some(cmd) = crate::header_scan::scan(text) {
+        return Ok(cmd);
+    }
+    decode_json_serde(text)
+}
+
+/// The JSON header through serde: every shape and every error.
+fn decode_json_serde(text: &str) -> Result<RemotingCommand, HeaderError> {
     let h: JsonHeaderIn = serde_json::from_str(text)?;
     Ok(RemotingCommand {
         code: h.code,
@@ -475,6 +483,112 @@ mod tests {
                 String::from_utf8(plain).unwrap(),
                 String::from_utf8(serde).unwrap()
             );
+        }
+    }
+
+    /// The fast path and serde agree on every header the fast path accepts.
+    #[test]
+    fn the_fast_path_agrees_with_serde() {
+        let keys = [
+            "code",
+            "language",
+            "version",
+            "opaque",
+            "flag",
+            "remark",
+            "extFields",
+            "serializeTypeCurrentRPC",
+            "other",
+            "co\\u0064e",
+        ];
+        let values = [
+            "105",
+            "0",
+            "-1",
+            "-0",
+            "007",
+            "2147483647",
+            "2147483648",
+            "-2147483649",
+            "1.5",
+            "1e3",
+            "\"105\"",
+            "\"JAVA\"",
+            "\"GO\"",
+            "\"\"",
+            "\"a\\\"b\"",
+            "null",
+            "true",
+            "false",
+            "[]",
+            "{}",
+            "{\"topic\":\"T\"}",
+            "{\"topic\":\"T\",\"topic\":\"U\"}",
+            "{\"a\":null,\"b\":true,\"c\":1}",
+            "{\"a\":{\"b\":1}}",
+            "{\"k\":\"v\\n\"}",
+            "\"\u{1}\"",
+            "\"héllo\"",
+            "12345678901234567890",
+            "-",
+            "tru",
+            "{\"a\":\"b\"",
+            "{\"a\" \"b\"}",
+        ];
+        let spaces = ["", " ", "\n\t ", "\r"];
+        let mut seed: u64 = 0x2545_F491_4F6C_DD1D;
+        let mut next = |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as usize
+        };
+        let mut accepted = 0;
+        for _ in 0..50_000 {
+            let mut text = String::from(spaces[next(spaces.len())]);
+            text.push('{');
+            let members = next(6);
+            for m in 0..members {
+                if m > 0 {
+                    text.push(',');
+                }
+                text.push_str(spaces[next(spaces.len())]);
+                text.push_str(&format!("\"{}\"", keys[next(keys.len())]));
+                text.push_str(spaces[next(spaces.len())]);
+                text.push(':');
+                text.push_str(values[next(values.len())]);
+            }
+            text.push('}');
+            if next(10) == 0 {
+                text.push_str(["x", " ", "}", ","][next(4)]);
+            }
+            if next(20) == 0 {
+                let mut cut = next(text.len() + 1);
+                while !text.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                text.truncate(cut);
+            }
+            if let Some(fast) = crate::header_scan::scan(&text) {
+                accepted += 1;
+                match decode_json_serde(&text) {
+                    Ok(slow) => assert_eq!(fast, slow, "{text}"),
+                    Err(err) => panic!("fast path accepted what serde refuses ({err}): {text}"),
+                }
+            }
+        }
+        assert!(
+            accepted > 1_000,
+            "the fast path took only {accepted} headers"
+        );
+        // The headers real clients send take the fast path.
+        for text in [
+            r#"{"code":105,"extFields":{"topic":"TopicTest"},"flag":0,"language":"JAVA","opaque":1,"serializeTypeCurrentRPC":"JSON","version":479}"#,
+            r#"{"code":105,"language":"GO","version":317,"opaque":1,"flag":0,"remark":"","extFields":{"topic":"InteropGo"}}"#,
+            "{\"code\":105,\"extFields\":{\"AccessKey\":\"\",\"topic\":\"T\"},\"flag\":0,\"language\":\"CPP\",\"opaque\":0,\"remark\":\"\",\"version\":63}\n",
+        ] {
+            let fast = crate::header_scan::scan(text).expect("common shape");
+            assert_eq!(fast, decode_json_serde(text).unwrap());
         }
     }
 

@@ -28,6 +28,7 @@ pub mod command;
 pub mod custom_headers;
 pub mod fastjson;
 pub mod header_codec;
+mod header_scan;
 pub mod properties;
 
 pub use code::{LanguageCode, RequestCode, ResponseCode, SerializeType};
