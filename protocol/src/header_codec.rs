@@ -498,7 +498,9 @@ mod tests {
             "remark",
             "extFields",
             "serializeTypeCurrentRPC",
+            "serializeTypeCurrentRP",
             "other",
+            "aLongerMemberNameThanEightBytes",
             "co\\u0064e",
         ];
         let values = [
@@ -529,6 +531,11 @@ mod tests {
             "{\"k\":\"v\\n\"}",
             "\"\u{1}\"",
             "\"héllo\"",
+            "\"TopicOfSixteenBy\"",
+            "\"TopicOfSixteen\\\"By\"",
+            "\"TopicOfSixteenB\u{1f}y\"",
+            "\"Tópico de dieciséis bytes\"",
+            "{\"topic\":\"a_topic_name_longer_than_eight\",\"consumerGroup\":\"CID_0123456789\"}",
             "12345678901234567890",
             "-",
             "tru",
