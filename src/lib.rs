@@ -57,4 +57,4 @@ pub use rmq_actors as actors;
 pub use rmq_protocol as protocol;
 pub use rmq_tools as tools;
 pub use rmq_transport as transport;
-pub use server::{NameServer, NameServerHandle, StartError};
+pub use server::{ActorStatus, Health, NameServer, NameServerHandle, StartError};

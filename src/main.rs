@@ -5,6 +5,7 @@ use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use rmq_namesrv::config::{Config, Overrides};
@@ -84,7 +85,11 @@ fn main() -> ExitCode {
         Err(err) => {
             error!(error = %err, "name server failed");
             eprintln!("rmq-namesrv: {err}");
-            ExitCode::FAILURE
+            match err {
+                RunError::Start(_) => ExitCode::FAILURE,
+                // EX_SOFTWARE: an internal error.
+                RunError::Lost(_) => ExitCode::from(70),
+            }
         }
     }
 }
@@ -103,16 +108,61 @@ fn admin(args: AdminArgs) -> ExitCode {
     }
 }
 
-async fn run(config: Config) -> Result<(), rmq_namesrv::StartError> {
-    let server = NameServer::new(config).bind().await?;
+async fn run(config: Config) -> Result<(), RunError> {
+    let server = NameServer::new(config)
+        .bind()
+        .await
+        .map_err(RunError::Start)?;
     // The one line on stdout: scripts wait for it (logs go to stderr).
     println!("rmq-namesrv listening on {}", server.local_addr());
     let _ = std::io::stdout().flush();
-    wait_for_signals(&server).await;
+    tokio::select! {
+        () = wait_for_signals(&server) => {}
+        lost = watch_health(&server) => return Err(RunError::Lost(lost)),
+    }
     info!("shutdown signal received, stopping");
     server.stop().await;
     Ok(())
 }
+
+#[derive(Debug)]
+enum RunError {
+    Start(rmq_namesrv::StartError),
+    /// An actor is gone (a panic that could not be contained): serving errors until someone
+    /// notices is worse than exiting, so the process exits non-zero and its supervisor
+    /// (systemd, Kubernetes) starts a fresh one.
+    Lost(String),
+}
+
+impl std::fmt::Display for RunError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Start(err) => err.fmt(f),
+            Self::Lost(actors) => write!(f, "actor(s) lost, the server cannot serve: {actors}"),
+        }
+    }
+}
+
+/// Resolves when an actor of the server is gone for good, naming it.
+async fn watch_health(server: &rmq_namesrv::NameServerHandle) -> String {
+    let mut tick = tokio::time::interval(HEALTH_CHECK);
+    loop {
+        tick.tick().await;
+        let health = server.health().await;
+        if !health.serving() {
+            let lost: Vec<&str> = health
+                .actors
+                .iter()
+                .filter(|a| !a.alive)
+                .map(|a| a.actor)
+                .collect();
+            return lost.join(", ");
+        }
+    }
+}
+
+/// How often the daemon checks that every actor is alive.
+const HEALTH_CHECK: Duration = Duration::from_secs(1);
 
 /// Serves signals until SIGINT or SIGTERM: SIGHUP reloads the TLS certificates.
 async fn wait_for_signals(server: &rmq_namesrv::NameServerHandle) {

@@ -5,6 +5,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix::prelude::*;
+use rmq_actors::contain::{contain, Contained, Recover};
+use rmq_actors::contained_actor;
 use rmq_actors::messages::LookupProductEnvRoute;
 use rmq_protocol::body::TopicRouteData;
 use rmq_protocol::custom_headers::{CommandHeader, GetRouteInfoHeader};
@@ -22,6 +24,8 @@ pub struct ProductEnv {
     timeout: Duration,
     /// TLS of the lookups (Java: `tls.enable`, `tls.client.*`).
     tls: Option<Arc<ClientConfig>>,
+    /// Handler panics contained so far.
+    panics: u64,
 }
 
 impl ProductEnv {
@@ -36,6 +40,7 @@ impl ProductEnv {
             addrs,
             timeout,
             tls,
+            panics: 0,
         }
     }
 }
@@ -49,6 +54,23 @@ impl Actor for ProductEnv {
 }
 
 impl Supervised for ProductEnv {}
+
+impl Recover for ProductEnv {
+    const NAME: &'static str = "product env";
+
+    /// It holds nothing that a lookup changes.
+    fn recover(&mut self, _: &mut Self::Context) {}
+
+    fn count_panic(&mut self) {
+        self.panics += 1;
+    }
+
+    fn panics(&self) -> u64 {
+        self.panics
+    }
+}
+
+contained_actor!(ProductEnv);
 
 /// Asks each address in turn; the first route found wins.
 async fn lookup(
@@ -90,14 +112,21 @@ async fn lookup(
 }
 
 impl Handler<LookupProductEnvRoute> for ProductEnv {
-    type Result = ResponseFuture<Option<TopicRouteData>>;
+    type Result = Contained<ResponseFuture<Option<TopicRouteData>>>;
 
-    fn handle(&mut self, msg: LookupProductEnvRoute, _: &mut Context<Self>) -> Self::Result {
-        Box::pin(lookup(
-            self.addrs.clone(),
-            msg.topic,
-            self.timeout,
-            self.tls.clone(),
-        ))
+    fn handle(&mut self, msg: LookupProductEnvRoute, ctx: &mut Context<Self>) -> Self::Result {
+        contain(
+            self,
+            ctx,
+            "LookupProductEnvRoute",
+            move |this, _| -> ResponseFuture<Option<TopicRouteData>> {
+                Box::pin(lookup(
+                    this.addrs.clone(),
+                    msg.topic,
+                    this.timeout,
+                    this.tls.clone(),
+                ))
+            },
+        )
     }
 }

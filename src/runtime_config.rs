@@ -7,6 +7,8 @@ use std::path::PathBuf;
 
 use actix::prelude::*;
 use bytes::Bytes;
+use rmq_actors::contain::{contain, Contained, Recover};
+use rmq_actors::contained_actor;
 use rmq_actors::messages::{
     ApplySettings, Body, ConfigUpdateError, GetNamesrvConfig, UpdateNamesrvConfig,
 };
@@ -25,6 +27,8 @@ pub struct RuntimeConfig {
     /// Told the new registry settings when an update changes them (the route registry).
     apply: Recipient<ApplySettings>,
     store_path: PathBuf,
+    /// Handler panics contained so far.
+    panics: u64,
 }
 
 impl RuntimeConfig {
@@ -36,6 +40,7 @@ impl RuntimeConfig {
             config,
             bound,
             apply,
+            panics: 0,
         }
     }
 
@@ -55,61 +60,85 @@ impl Supervised for RuntimeConfig {
     }
 }
 
-impl Handler<GetNamesrvConfig> for RuntimeConfig {
-    type Result = MessageResult<GetNamesrvConfig>;
+impl Recover for RuntimeConfig {
+    const NAME: &'static str = "runtime config";
 
-    fn handle(&mut self, _: GetNamesrvConfig, _: &mut Context<Self>) -> Self::Result {
-        MessageResult(Body(Bytes::from(self.properties_text())))
+    /// An update is applied whole or not at all (`apply_update` builds the new configuration
+    /// before it is stored), so what it has is consistent.
+    fn recover(&mut self, ctx: &mut Self::Context) {
+        <Self as Supervised>::restarting(self, ctx);
+    }
+
+    fn count_panic(&mut self) {
+        self.panics += 1;
+    }
+
+    fn panics(&self) -> u64 {
+        self.panics
+    }
+}
+
+contained_actor!(RuntimeConfig);
+
+impl Handler<GetNamesrvConfig> for RuntimeConfig {
+    type Result = Contained<MessageResult<GetNamesrvConfig>>;
+
+    fn handle(&mut self, _: GetNamesrvConfig, ctx: &mut Context<Self>) -> Self::Result {
+        contain(self, ctx, "GetNamesrvConfig", move |this, _| {
+            MessageResult(Body(Bytes::from(this.properties_text())))
+        })
     }
 }
 
 impl Handler<UpdateNamesrvConfig> for RuntimeConfig {
-    type Result = AtomicResponse<Self, Result<(), ConfigUpdateError>>;
+    type Result = Contained<AtomicResponse<Self, Result<(), ConfigUpdateError>>>;
 
-    fn handle(&mut self, msg: UpdateNamesrvConfig, _: &mut Context<Self>) -> Self::Result {
-        let done = |result| AtomicResponse::new(Box::pin(actix::fut::ready(result)));
-        let Some(body) = msg.body else {
-            return done(Ok(()));
-        };
-        let text = String::from_utf8_lossy(&body);
-        let Ok(props) = properties::parse(&text) else {
-            return done(Err(ConfigUpdateError::Unparsable));
-        };
-        if let Some(key) = props.keys().find(|k| self.black_list.contains(k)) {
-            warn!(key, "config update refused: black-listed key");
-            return done(Err(ConfigUpdateError::BlackListed { key: key.clone() }));
-        }
-        let (updated, restart_needed) = match apply_update(&self.config, &props) {
-            Ok(result) => result,
-            Err(err) => {
-                warn!(error = %err, "config update refused");
-                return done(Err(ConfigUpdateError::Invalid {
-                    key: err.key,
-                    reason: err.reason,
-                }));
-            }
-        };
-        if updated.registry != self.config.registry {
-            self.apply.do_send(ApplySettings {
-                settings: updated.registry.clone(),
-            });
-        }
-        info!(keys = ?props.keys().collect::<Vec<_>>(), restart_needed = ?restart_needed, "configuration updated");
-        self.config = updated;
-        // Persist while holding the actor (AtomicResponse): updates are written one at a time.
-        let content = self.properties_text().into_bytes();
-        let path = self.store_path.clone();
-        let write = rmq_actors::background::spawn(move || write_atomically(&path, &content));
-        AtomicResponse::new(Box::pin(write.into_actor(self).map(|result, act, _| {
-            let outcome = match result {
-                Ok(Ok(())) => Ok(()),
-                Ok(Err(err)) => Err(err.to_string()),
-                Err(join) => Err(join.to_string()),
+    fn handle(&mut self, msg: UpdateNamesrvConfig, ctx: &mut Context<Self>) -> Self::Result {
+        contain(self, ctx, "UpdateNamesrvConfig", move |this, _| {
+            let done = |result| AtomicResponse::new(Box::pin(actix::fut::ready(result)));
+            let Some(body) = msg.body else {
+                return done(Ok(()));
             };
-            outcome.map_err(|reason| {
+            let text = String::from_utf8_lossy(&body);
+            let Ok(props) = properties::parse(&text) else {
+                return done(Err(ConfigUpdateError::Unparsable));
+            };
+            if let Some(key) = props.keys().find(|k| this.black_list.contains(k)) {
+                warn!(key, "config update refused: black-listed key");
+                return done(Err(ConfigUpdateError::BlackListed { key: key.clone() }));
+            }
+            let (updated, restart_needed) = match apply_update(&this.config, &props) {
+                Ok(result) => result,
+                Err(err) => {
+                    warn!(error = %err, "config update refused");
+                    return done(Err(ConfigUpdateError::Invalid {
+                        key: err.key,
+                        reason: err.reason,
+                    }));
+                }
+            };
+            if updated.registry != this.config.registry {
+                this.apply.do_send(ApplySettings {
+                    settings: updated.registry.clone(),
+                });
+            }
+            info!(keys = ?props.keys().collect::<Vec<_>>(), restart_needed = ?restart_needed, "configuration updated");
+            this.config = updated;
+            // Persist while holding the actor (AtomicResponse): updates are written one at a time.
+            let content = this.properties_text().into_bytes();
+            let path = this.store_path.clone();
+            let write = rmq_actors::background::spawn(move || write_atomically(&path, &content));
+            AtomicResponse::new(Box::pin(write.into_actor(this).map(|result, act, _| {
+                let outcome = match result {
+                    Ok(Ok(())) => Ok(()),
+                    Ok(Err(err)) => Err(err.to_string()),
+                    Err(join) => Err(join.to_string()),
+                };
+                outcome.map_err(|reason| {
                 error!(path = %act.store_path.display(), error = %reason, "config store not saved");
                 ConfigUpdateError::NotPersisted(reason)
             })
-        })))
+            })))
+        })
     }
 }

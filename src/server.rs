@@ -5,6 +5,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
+#[cfg(debug_assertions)]
+use rmq_actors::contain::InjectPanic;
+use rmq_actors::contain::{GetHealth, Recover};
 use rmq_actors::dispatch::Services;
 use rmq_actors::housekeeping::Housekeeping;
 use rmq_actors::kv::{KvError, KvStore, KvTables};
@@ -101,15 +104,16 @@ impl NameServer {
             .collect();
         let route_cache = CacheId::next();
         let cache_limit = config.registry.route_cache_bytes;
-        let route_caches: Vec<Recipient<InvalidateRoutes>> = workers
+        let keepers: Vec<Addr<RouteCacheKeeper>> = workers
             .iter()
             .map(|worker| {
                 RouteCacheKeeper::start_in_arbiter(&worker.handle(), move |_| {
                     RouteCacheKeeper::new(route_cache, cache_limit)
                 })
-                .recipient()
             })
             .collect();
+        let route_caches: Vec<Recipient<InvalidateRoutes>> =
+            keepers.iter().map(|k| k.clone().recipient()).collect();
 
         let registry_arbiter = Arbiter::new();
         let registry_settings = config.registry.clone();
@@ -165,8 +169,15 @@ impl NameServer {
                     client_tls.clone(),
                 )
             })
-            .recipient()
         });
+        let contained = Contained {
+            routes: routes.clone(),
+            kv: kv.clone(),
+            housekeeping: housekeeping.clone(),
+            runtime: runtime.clone(),
+            product_env: product_env.clone(),
+            keepers,
+        };
 
         let front_door = FrontDoor {
             mode: config.tls.mode,
@@ -174,23 +185,30 @@ impl NameServer {
             proxy: Arc::new(config.proxy_protocol.clone()),
             handshake_timeout: config.tls.handshake_timeout,
         };
-        let listener = Listener::new(ListenerSetup {
-            listener,
-            front_door,
-            workers: workers.iter().map(Arbiter::handle).collect(),
-            settings: config.server.clone(),
-            services: Services {
-                routes: routes.clone(),
-                kv: kv.clone(),
-                config_reader: runtime.clone().recipient(),
-                config_writer: runtime.recipient(),
-                product_env,
-                opened: housekeeping.clone().recipient(),
-                closed: housekeeping.clone().recipient(),
-                route_cache,
-            },
-        })
-        .start();
+        let listener = Listener::create(|_ctx| {
+            #[cfg(debug_assertions)]
+            let mut faults = contained.fault_targets();
+            #[cfg(debug_assertions)]
+            faults.push(("listener", _ctx.address().recipient()));
+            Listener::new(ListenerSetup {
+                listener,
+                front_door,
+                workers: workers.iter().map(Arbiter::handle).collect(),
+                settings: config.server.clone(),
+                services: Services {
+                    routes: routes.clone(),
+                    kv: kv.clone(),
+                    config_reader: runtime.clone().recipient(),
+                    config_writer: runtime.recipient(),
+                    product_env: product_env.map(Addr::recipient),
+                    opened: housekeeping.clone().recipient(),
+                    closed: housekeeping.clone().recipient(),
+                    route_cache,
+                    #[cfg(debug_assertions)]
+                    faults,
+                },
+            })
+        });
         let tls_reloader = (config.tls.mode != TlsMode::Disabled).then(|| {
             let base = config.tls.clone();
             let settings = config.tls.clone();
@@ -220,6 +238,7 @@ impl NameServer {
             routes,
             kv,
             housekeeping,
+            contained,
             listener,
             tls_reloader,
             arbiters,
@@ -229,11 +248,104 @@ impl NameServer {
 }
 
 /// A running NameServer: its address, its actors, and a graceful stop.
+/// The actors whose handler panics are contained, for health reports and fault injection.
+struct Contained {
+    routes: Addr<RouteRegistry>,
+    kv: Addr<KvStore>,
+    housekeeping: Addr<Housekeeping>,
+    runtime: Addr<RuntimeConfig>,
+    product_env: Option<Addr<ProductEnv>>,
+    keepers: Vec<Addr<RouteCacheKeeper>>,
+}
+
+impl Contained {
+    /// Each actor's health: alive (its mailbox open) and the panics it contained.
+    async fn health(&self) -> Vec<ActorStatus> {
+        let mut status = vec![
+            ask(&self.routes).await,
+            ask(&self.kv).await,
+            ask(&self.housekeeping).await,
+            ask(&self.runtime).await,
+        ];
+        if let Some(env) = &self.product_env {
+            status.push(ask(env).await);
+        }
+        for keeper in &self.keepers {
+            status.push(ask(keeper).await);
+        }
+        status
+    }
+
+    #[cfg(debug_assertions)]
+    fn fault_targets(&self) -> Vec<(&'static str, Recipient<InjectPanic>)> {
+        let mut targets = vec![
+            ("registry", self.routes.clone().recipient()),
+            ("kv", self.kv.clone().recipient()),
+            ("housekeeping", self.housekeeping.clone().recipient()),
+            ("runtime_config", self.runtime.clone().recipient()),
+        ];
+        if let Some(env) = &self.product_env {
+            targets.push(("product_env", env.clone().recipient()));
+        }
+        if let Some(keeper) = self.keepers.first() {
+            targets.push(("route_cache", keeper.clone().recipient()));
+        }
+        targets
+    }
+}
+
+/// One contained actor's health: `alive` unless its task is gone (a panic that could not be
+/// contained); `panics` contained so far (0 when it could not be asked).
+async fn ask<A>(addr: &Addr<A>) -> ActorStatus
+where
+    A: Actor<Context = Context<A>> + Recover + Handler<GetHealth>,
+{
+    let answer = tokio::time::timeout(HEALTH_TIMEOUT, addr.send(GetHealth)).await;
+    ActorStatus {
+        actor: A::NAME,
+        alive: addr.connected(),
+        panics: answer.ok().and_then(Result::ok).map_or(0, |h| h.panics),
+    }
+}
+
+/// How long a health query waits for a busy actor.
+const HEALTH_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The health of a running server ([`NameServerHandle::health`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Health {
+    /// Every long-lived actor: the route registry, KV store, housekeeping, runtime config, the
+    /// product-environment client (cluster-test mode), each connection thread's route cache
+    /// keeper, then the listener.
+    pub actors: Vec<ActorStatus>,
+}
+
+impl Health {
+    /// Whether every actor is alive: a server that is not cannot answer some requests and will
+    /// not recover by itself (the daemon exits non-zero when it sees this).
+    pub fn serving(&self) -> bool {
+        self.actors.iter().all(|a| a.alive)
+    }
+
+    /// Handler panics contained so far, all actors together.
+    pub fn panics(&self) -> u64 {
+        self.actors.iter().map(|a| a.panics).sum()
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ActorStatus {
+    pub actor: &'static str,
+    pub alive: bool,
+    pub panics: u64,
+}
+
 pub struct NameServerHandle {
     local_addr: SocketAddr,
     routes: Addr<RouteRegistry>,
     kv: Addr<KvStore>,
     housekeeping: Addr<Housekeeping>,
+    contained: Contained,
     listener: Addr<Listener>,
     tls_reloader: Option<Addr<TlsReloader>>,
     arbiters: Vec<Arbiter>,
@@ -259,6 +371,18 @@ impl NameServerHandle {
     /// The housekeeping actor (expiry scans, open connections).
     pub fn housekeeping(&self) -> &Addr<Housekeeping> {
         &self.housekeeping
+    }
+
+    /// Whether every actor is alive, and the handler panics each has contained
+    /// (docs/actors.md#supervision-and-panics).
+    pub async fn health(&self) -> Health {
+        let mut actors = self.contained.health().await;
+        actors.push(ActorStatus {
+            actor: "listener",
+            alive: self.listener.connected(),
+            panics: 0,
+        });
+        Health { actors }
     }
 
     /// Number of open connections.

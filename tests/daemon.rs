@@ -221,6 +221,39 @@ async fn sigterm_stops_gracefully_and_flushes() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Waits up to `limit` for the daemon to exit.
+fn exit_within(daemon: &mut Daemon, limit: Duration) -> Option<std::process::ExitStatus> {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if let Some(exit) = daemon.child.try_wait().unwrap() {
+            return Some(exit);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    None
+}
+
+#[actix::test]
+async fn a_contained_panic_keeps_the_daemon_serving_and_a_lost_actor_ends_it_non_zero() {
+    use rmq_namesrv::actors::dispatch::FAULT_INJECTION;
+    let dir = temp_dir("panic");
+    let mut daemon = spawn(&dir, &[]);
+    let mut client = Client::connect(&daemon.addr, TIMEOUT).await.unwrap();
+    let inject = |actor: &str| RemotingCommand::request(FAULT_INJECTION).with_ext("actor", actor);
+
+    // A registry panic is contained: the daemon goes on answering.
+    assert_eq!(client.request(inject("registry")).await.unwrap().code, 0);
+    assert_eq!(exit_within(&mut daemon, Duration::from_millis(2500)), None);
+    assert_eq!(client.request(put("k", "v".into())).await.unwrap().code, 0);
+
+    // A lost listener cannot be contained: the daemon exits at once, non-zero (70).
+    assert_eq!(client.request(inject("listener")).await.unwrap().code, 0);
+    let exit = exit_within(&mut daemon, Duration::from_secs(5))
+        .expect("the daemon exits within 5 s of losing an actor");
+    assert_eq!(exit.code(), Some(70), "{exit:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn java_properties_file_runs_the_daemon() {
     let dir = temp_dir("props");

@@ -13,7 +13,7 @@ struct Ladder {
 const ACTORS: Ladder = Ladder {
     src: "actors/src",
     rungs: &[
-        &["route", "background", "outbox", "persist"],
+        &["route", "background", "outbox", "persist", "contain"],
         &["settings"],
         &["messages"],
         &["registry", "response", "route_cache"],

@@ -13,7 +13,7 @@ use actix::prelude::*;
 use rmq_protocol::{FrameError, LanguageCode, RemotingCodec, RemotingCommand};
 use tokio::io::AsyncWrite;
 use tokio_util::codec::FramedRead;
-use tracing::{debug, info, info_span, warn, Span};
+use tracing::{debug, error, info, info_span, warn, Span};
 
 use crate::dispatch::{dispatch, Responder, Services};
 use crate::messages::{CloseConnection, ConnectionClosed, ConnectionOpened};
@@ -58,6 +58,8 @@ pub struct Connection {
     activity: u64,
     /// The activity count at the last idle check, and when it last changed.
     idle_since: (u64, Instant),
+    /// Whether its close was announced (normally in `stopped`).
+    closed_told: bool,
     span: Span,
 }
 
@@ -93,6 +95,7 @@ impl Connection {
                 in_flight: 0,
                 activity: 0,
                 idle_since: (0, Instant::now()),
+                closed_told: false,
                 span: info_span!("conn", conn = %id, peer = %peer, tls),
             }
         })
@@ -287,10 +290,31 @@ impl Actor for Connection {
 
     fn stopped(&mut self, _: &mut Self::Context) {
         debug!(parent: &self.span, peer = %self.peer, "connection closed");
+        self.tell_closed();
+    }
+}
+
+impl Connection {
+    /// Frees the connection's slot and has its broker unregistered, once.
+    fn tell_closed(&mut self) {
+        if std::mem::replace(&mut self.closed_told, true) {
+            return;
+        }
         self.services
             .closed
             .do_send(ConnectionClosed { conn: self.id });
         self.listener.do_send(ConnectionClosed { conn: self.id });
+    }
+}
+
+impl Drop for Connection {
+    /// A connection whose task died without stopping (a panic in its handling) is still
+    /// closed for everyone else: its socket goes with it, and its slot and broker are freed.
+    fn drop(&mut self) {
+        if !self.closed_told {
+            error!(parent: &self.span, "connection ended abnormally (a panic); closed");
+            self.tell_closed();
+        }
     }
 }
 

@@ -40,7 +40,18 @@ pub struct Services {
     pub closed: Recipient<ConnectionClosed>,
     /// This NameServer's route cache on each connection thread.
     pub route_cache: CacheId,
+    /// Builds with debug assertions only: the actors a [`FAULT_INJECTION`] request can make
+    /// panic, by name (docs/actors.md#supervision-and-panics).
+    #[cfg(debug_assertions)]
+    pub faults: Vec<(&'static str, Recipient<crate::contain::InjectPanic>)>,
 }
+
+/// Builds with debug assertions only (tests, dev builds): a request of this code with ext field
+/// `actor` makes that actor's handler panic (`connection`: the connection itself), so tests and
+/// the soak run can check that the panic is contained. Release builds answer it as any unknown
+/// code.
+#[cfg(debug_assertions)]
+pub const FAULT_INJECTION: RequestCode = RequestCode(1_999_999);
 
 /// Where [`dispatch`] hands a request: the connection that read it.
 pub trait Responder {
@@ -114,9 +125,27 @@ fn route(
             body: cmd.body.clone(),
         })),
         C::GET_NAMESRV_CONFIG => out.answer_later(to.config_reader.send(GetNamesrvConfig)),
+        #[cfg(debug_assertions)]
+        FAULT_INJECTION => out.answer(inject_fault(cmd, to)),
         _ => return Err(not_supported(cmd.code)),
     }
     Ok(())
+}
+
+/// [`FAULT_INJECTION`]: sends the named actor a panic, or panics here for `connection`.
+#[cfg(debug_assertions)]
+fn inject_fault(cmd: &RemotingCommand, to: &Services) -> RemotingCommand {
+    let actor = ExtReader::of(cmd).get("actor").unwrap_or_default();
+    if actor == "connection" {
+        panic!("injected fault in a connection");
+    }
+    match to.faults.iter().find(|(name, _)| *name == actor) {
+        Some((_, target)) => {
+            target.do_send(crate::contain::InjectPanic);
+            RemotingCommand::success()
+        }
+        None => system_error(format!("no actor {actor:?} to inject a fault into")),
+    }
 }
 
 /// GET_ROUTEINFO_BY_TOPIC: from this thread's route cache when it has the route (read from the

@@ -9,6 +9,7 @@ use actix::prelude::*;
 use tokio::sync::oneshot;
 use tracing::{debug, info, warn};
 
+use crate::contain::{contain, contain_unit, Contained, Recover};
 use crate::messages::{
     ChannelClosed, CloseAll, CloseConnection, ConnectionClosed, ConnectionOpened, ListConnections,
     OpenConnection, OpenConnections, RunScan, ScanInactive,
@@ -33,6 +34,8 @@ pub struct Housekeeping {
     drain_waiters: Vec<oneshot::Sender<usize>>,
     /// Set by `CloseAll`: the server is stopping, no more scans.
     stopping: bool,
+    /// Handler panics contained so far.
+    panics: u64,
 }
 
 impl Housekeeping {
@@ -48,6 +51,7 @@ impl Housekeeping {
             connections: HashMap::new(),
             drain_waiters: Vec::new(),
             stopping: false,
+            panics: 0,
         }
     }
 
@@ -63,9 +67,11 @@ impl Housekeeping {
         self.scan
             .send(ScanInactive { now })
             .into_actor(self)
-            .map(|result, act, _| match result {
+            .map(|result, act, ctx| match result {
                 Ok(expired) => {
-                    act.close_expired(&expired);
+                    contain_unit(act, ctx, "ScanInactive reply", |act, _| {
+                        act.close_expired(&expired)
+                    });
                     expired
                 }
                 Err(err) => {
@@ -98,7 +104,9 @@ impl Actor for Housekeeping {
 
     fn started(&mut self, ctx: &mut Self::Context) {
         info!(scan_interval = ?self.scan_interval, "housekeeping started");
-        ctx.run_interval(self.scan_interval, Self::scan);
+        ctx.run_interval(self.scan_interval, |act, ctx| {
+            contain_unit(act, ctx, "scan tick", Self::scan)
+        });
     }
 }
 
@@ -112,84 +120,124 @@ impl Supervised for Housekeeping {
     }
 }
 
-impl Handler<ConnectionOpened> for Housekeeping {
-    type Result = ();
+impl Recover for Housekeeping {
+    const NAME: &'static str = "housekeeping";
 
-    fn handle(&mut self, msg: ConnectionOpened, _: &mut Context<Self>) {
-        let info = OpenConnection {
-            conn: msg.conn,
-            peer: msg.peer,
-            tls: msg.tls,
-        };
-        self.connections.insert(
-            msg.conn,
-            Open {
-                info,
-                close: msg.close,
-            },
-        );
+    fn recover(&mut self, ctx: &mut Self::Context) {
+        <Self as Supervised>::restarting(self, ctx);
+    }
+
+    fn count_panic(&mut self) {
+        self.panics += 1;
+    }
+
+    fn panics(&self) -> u64 {
+        self.panics
+    }
+}
+
+contained_actor!(Housekeeping);
+
+impl Handler<ConnectionOpened> for Housekeeping {
+    type Result = Contained<()>;
+
+    fn handle(&mut self, msg: ConnectionOpened, ctx: &mut Context<Self>) -> Self::Result {
+        contain(self, ctx, "ConnectionOpened", move |this, _| {
+            let info = OpenConnection {
+                conn: msg.conn,
+                peer: msg.peer,
+                tls: msg.tls,
+            };
+            this.connections.insert(
+                msg.conn,
+                Open {
+                    info,
+                    close: msg.close,
+                },
+            );
+        })
     }
 }
 
 impl Handler<ConnectionClosed> for Housekeeping {
-    type Result = ();
+    type Result = Contained<()>;
 
-    fn handle(&mut self, msg: ConnectionClosed, _: &mut Context<Self>) {
-        self.connections.remove(&msg.conn);
-        self.channel_closed
-            .do_send(ChannelClosed { conn: msg.conn });
-        if self.connections.is_empty() {
-            self.wake_drain_waiters();
-        }
+    fn handle(&mut self, msg: ConnectionClosed, ctx: &mut Context<Self>) -> Self::Result {
+        contain(self, ctx, "ConnectionClosed", move |this, _| {
+            this.connections.remove(&msg.conn);
+            this.channel_closed
+                .do_send(ChannelClosed { conn: msg.conn });
+            if this.connections.is_empty() {
+                this.wake_drain_waiters();
+            }
+        })
     }
 }
 
 impl Handler<RunScan> for Housekeeping {
-    type Result = ResponseActFuture<Self, Vec<ExpiredBroker>>;
+    type Result = Contained<ResponseActFuture<Self, Vec<ExpiredBroker>>>;
 
-    fn handle(&mut self, msg: RunScan, _: &mut Context<Self>) -> Self::Result {
-        Box::pin(self.scan_at(msg.now))
+    fn handle(&mut self, msg: RunScan, ctx: &mut Context<Self>) -> Self::Result {
+        contain(
+            self,
+            ctx,
+            "RunScan",
+            move |this, _| -> ResponseActFuture<Self, Vec<ExpiredBroker>> {
+                Box::pin(this.scan_at(msg.now))
+            },
+        )
     }
 }
 
 impl Handler<OpenConnections> for Housekeeping {
-    type Result = usize;
+    type Result = Contained<usize>;
 
-    fn handle(&mut self, _: OpenConnections, _: &mut Context<Self>) -> usize {
-        self.connections.len()
+    fn handle(&mut self, _: OpenConnections, ctx: &mut Context<Self>) -> Self::Result {
+        contain(self, ctx, "OpenConnections", move |this, _| {
+            this.connections.len()
+        })
     }
 }
 
 impl Handler<ListConnections> for Housekeeping {
-    type Result = Vec<OpenConnection>;
+    type Result = Contained<Vec<OpenConnection>>;
 
-    fn handle(&mut self, _: ListConnections, _: &mut Context<Self>) -> Vec<OpenConnection> {
-        let mut list: Vec<OpenConnection> =
-            self.connections.values().map(|o| o.info.clone()).collect();
-        list.sort_by_key(|o| o.conn);
-        list
+    fn handle(&mut self, _: ListConnections, ctx: &mut Context<Self>) -> Self::Result {
+        contain(self, ctx, "ListConnections", move |this, _| {
+            let mut list: Vec<OpenConnection> =
+                this.connections.values().map(|o| o.info.clone()).collect();
+            list.sort_by_key(|o| o.conn);
+            list
+        })
     }
 }
 
 impl Handler<CloseAll> for Housekeeping {
-    type Result = ResponseFuture<usize>;
+    type Result = Contained<ResponseFuture<usize>>;
 
     fn handle(&mut self, msg: CloseAll, ctx: &mut Context<Self>) -> Self::Result {
-        self.stopping = true;
-        let open = self.connections.len();
-        debug!(open, "closing all connections");
-        for open in self.connections.values() {
-            open.close.do_send(CloseConnection {
-                reason: "server stopping",
-            });
-        }
-        if open == 0 {
-            return Box::pin(async { 0 });
-        }
-        let (tx, rx) = oneshot::channel();
-        self.drain_waiters.push(tx);
-        let wait = msg.deadline.saturating_duration_since(Instant::now());
-        ctx.run_later(wait, |act, _| act.wake_drain_waiters());
-        Box::pin(async move { rx.await.unwrap_or(0) })
+        contain(
+            self,
+            ctx,
+            "CloseAll",
+            move |this, ctx| -> ResponseFuture<usize> {
+                this.stopping = true;
+                let open = this.connections.len();
+                debug!(open, "closing all connections");
+                for open in this.connections.values() {
+                    open.close.do_send(CloseConnection {
+                        reason: "server stopping",
+                    });
+                }
+                if open == 0 {
+                    return Box::pin(async { 0 });
+                }
+                let (tx, rx) = oneshot::channel();
+                this.drain_waiters.push(tx);
+                let wait = msg.deadline.saturating_duration_since(Instant::now());
+                ctx.run_later(wait, |act, _| act.wake_drain_waiters());
+                Box::pin(async move { rx.await.unwrap_or(0) })
+            },
+        )
     }
 }

@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::oneshot;
 use tracing::{error, info, warn};
 
+use crate::contain::{contain, contain_unit, Contained, Recover};
 use crate::messages::{
     Body, DeleteKvConfig, FlushKv, GetKvConfig, GetKvList, KvReplyError, KvValue,
     OrderTopicConfChanged, PutKvConfig, Restart,
@@ -149,6 +150,8 @@ pub struct KvStore {
     persisted: u64,
     writing: bool,
     waiters: Vec<(u64, oneshot::Sender<Result<(), String>>)>,
+    /// Handler panics contained so far.
+    panics: u64,
 }
 
 impl KvStore {
@@ -167,6 +170,7 @@ impl KvStore {
             persisted: 0,
             writing: false,
             waiters: Vec::new(),
+            panics: 0,
         }
     }
 
@@ -251,15 +255,18 @@ impl Actor for KvStore {
     fn started(&mut self, ctx: &mut Self::Context) {
         info!(path = %self.path.display(), "KV store started");
         self.publish_order_conf();
-        ctx.run_interval(self.print_interval, |act, _| {
-            info!(table = %String::from_utf8_lossy(&act.tables.to_json()), "KV config table");
+        ctx.run_interval(self.print_interval, |act, ctx| {
+            contain_unit(act, ctx, "table log", |act, _| {
+                info!(table = %String::from_utf8_lossy(&act.tables.to_json()), "KV config table");
+            })
         });
     }
 }
 
-impl Supervised for KvStore {
-    fn restarting(&mut self, _: &mut Self::Context) {
-        // `started` runs again after this and republishes ORDER_TOPIC_CONFIG to the registry.
+impl KvStore {
+    /// Back to what the file holds, as after a restart: changes not yet acknowledged are gone
+    /// (their askers hear so), acknowledged ones are in the file.
+    fn reload(&mut self) {
         match KvTables::load(&self.path) {
             Ok(tables) => {
                 warn!(path = %self.path.display(), "KV store restarting; reloaded from its file");
@@ -277,82 +284,133 @@ impl Supervised for KvStore {
     }
 }
 
+impl Supervised for KvStore {
+    fn restarting(&mut self, _: &mut Self::Context) {
+        // `started` runs again after this and republishes ORDER_TOPIC_CONFIG to the registry.
+        self.reload();
+    }
+}
+
+impl Recover for KvStore {
+    const NAME: &'static str = "KV store";
+
+    fn recover(&mut self, _: &mut Self::Context) {
+        self.reload();
+        self.publish_order_conf();
+    }
+
+    fn count_panic(&mut self) {
+        self.panics += 1;
+    }
+
+    fn panics(&self) -> u64 {
+        self.panics
+    }
+}
+
+contained_actor!(KvStore);
+
 impl Handler<PutKvConfig> for KvStore {
-    type Result = ResponseFuture<Result<(), KvReplyError>>;
+    type Result = Contained<ResponseFuture<Result<(), KvReplyError>>>;
 
     fn handle(&mut self, msg: PutKvConfig, ctx: &mut Context<Self>) -> Self::Result {
-        let (Some(namespace), Some(key)) = (msg.namespace, msg.key) else {
-            return Box::pin(async { Err(KvReplyError::NamespaceOrKeyNull) });
-        };
-        info!(namespace, key, value = ?msg.value, "KV put");
-        self.tables.put(&namespace, &key, msg.value);
-        self.changed(&namespace, ctx)
+        contain(
+            self,
+            ctx,
+            "PutKvConfig",
+            move |this, ctx| -> ResponseFuture<Result<(), KvReplyError>> {
+                let (Some(namespace), Some(key)) = (msg.namespace, msg.key) else {
+                    return Box::pin(async { Err(KvReplyError::NamespaceOrKeyNull) });
+                };
+                info!(namespace, key, value = ?msg.value, "KV put");
+                this.tables.put(&namespace, &key, msg.value);
+                this.changed(&namespace, ctx)
+            },
+        )
     }
 }
 
 impl Handler<DeleteKvConfig> for KvStore {
-    type Result = ResponseFuture<Result<(), KvReplyError>>;
+    type Result = Contained<ResponseFuture<Result<(), KvReplyError>>>;
 
     fn handle(&mut self, msg: DeleteKvConfig, ctx: &mut Context<Self>) -> Self::Result {
-        let (Some(namespace), Some(key)) = (msg.namespace, msg.key) else {
-            return Box::pin(async { Err(KvReplyError::NamespaceOrKeyNull) });
-        };
-        info!(namespace, key, "KV delete");
-        self.tables.delete(&namespace, &key);
-        // Java saves after every delete, even of a missing key.
-        self.changed(&namespace, ctx)
+        contain(
+            self,
+            ctx,
+            "DeleteKvConfig",
+            move |this, ctx| -> ResponseFuture<Result<(), KvReplyError>> {
+                let (Some(namespace), Some(key)) = (msg.namespace, msg.key) else {
+                    return Box::pin(async { Err(KvReplyError::NamespaceOrKeyNull) });
+                };
+                info!(namespace, key, "KV delete");
+                this.tables.delete(&namespace, &key);
+                // Java saves after every delete, even of a missing key.
+                this.changed(&namespace, ctx)
+            },
+        )
     }
 }
 
 impl Handler<GetKvConfig> for KvStore {
-    type Result = Result<KvValue, KvReplyError>;
+    type Result = Contained<Result<KvValue, KvReplyError>>;
 
-    fn handle(&mut self, msg: GetKvConfig, _: &mut Context<Self>) -> Self::Result {
-        let found = match (&msg.namespace, &msg.key) {
-            (Some(ns), Some(key)) => self.tables.get(ns, key),
-            _ => None,
-        };
-        found
-            .map(|v| KvValue(v.to_owned()))
-            .ok_or_else(|| KvReplyError::NoItem {
-                namespace: msg.namespace.unwrap_or_else(|| "null".into()),
-                key: msg.key.unwrap_or_else(|| "null".into()),
-            })
+    fn handle(&mut self, msg: GetKvConfig, ctx: &mut Context<Self>) -> Self::Result {
+        contain(self, ctx, "GetKvConfig", move |this, _| {
+            let found = match (&msg.namespace, &msg.key) {
+                (Some(ns), Some(key)) => this.tables.get(ns, key),
+                _ => None,
+            };
+            found
+                .map(|v| KvValue(v.to_owned()))
+                .ok_or_else(|| KvReplyError::NoItem {
+                    namespace: msg.namespace.unwrap_or_else(|| "null".into()),
+                    key: msg.key.unwrap_or_else(|| "null".into()),
+                })
+        })
     }
 }
 
 impl Handler<GetKvList> for KvStore {
-    type Result = Result<Body, KvReplyError>;
+    type Result = Contained<Result<Body, KvReplyError>>;
 
-    fn handle(&mut self, msg: GetKvList, _: &mut Context<Self>) -> Self::Result {
-        let table = msg
-            .namespace
-            .as_deref()
-            .and_then(|ns| self.tables.namespace(ns));
-        match table {
-            Some(table) => Ok(Body(Bytes::from(to_json(
-                &KvTable {
-                    table: table.clone(),
-                },
-                JsonStyle::Legacy,
-            )))),
-            None => Err(KvReplyError::NoNamespace {
-                namespace: msg.namespace.unwrap_or_else(|| "null".into()),
-            }),
-        }
+    fn handle(&mut self, msg: GetKvList, ctx: &mut Context<Self>) -> Self::Result {
+        contain(self, ctx, "GetKvList", move |this, _| {
+            let table = msg
+                .namespace
+                .as_deref()
+                .and_then(|ns| this.tables.namespace(ns));
+            match table {
+                Some(table) => Ok(Body(Bytes::from(to_json(
+                    &KvTable {
+                        table: table.clone(),
+                    },
+                    JsonStyle::Legacy,
+                )))),
+                None => Err(KvReplyError::NoNamespace {
+                    namespace: msg.namespace.unwrap_or_else(|| "null".into()),
+                }),
+            }
+        })
     }
 }
 
 impl Handler<FlushKv> for KvStore {
-    type Result = ResponseFuture<bool>;
+    type Result = Contained<ResponseFuture<bool>>;
 
-    fn handle(&mut self, _: FlushKv, _: &mut Context<Self>) -> Self::Result {
-        if self.persisted == self.version {
-            return Box::pin(async { true });
-        }
-        let (tx, rx) = oneshot::channel();
-        self.waiters.push((self.version, tx));
-        Box::pin(async move { matches!(rx.await, Ok(Ok(()))) })
+    fn handle(&mut self, _: FlushKv, ctx: &mut Context<Self>) -> Self::Result {
+        contain(
+            self,
+            ctx,
+            "FlushKv",
+            move |this, _| -> ResponseFuture<bool> {
+                if this.persisted == this.version {
+                    return Box::pin(async { true });
+                }
+                let (tx, rx) = oneshot::channel();
+                this.waiters.push((this.version, tx));
+                Box::pin(async move { matches!(rx.await, Ok(Ok(()))) })
+            },
+        )
     }
 }
 

@@ -14,6 +14,9 @@
 // allocates nothing); that path is rare and moves it once, so it is not boxed.
 #![allow(clippy::result_large_err)]
 
+// First: its `contained_actor!` macro is used by the modules after it.
+#[macro_use]
+pub mod contain;
 pub mod background;
 pub mod connection;
 pub mod dispatch;

@@ -260,6 +260,17 @@ impl StreamHandler<io::Result<(TcpStream, SocketAddr)>> for Listener {
     }
 }
 
+/// Not contained on purpose: a panic here ends the listener, which is how tests check that such
+/// a loss is reported (health) and ends the daemon (non-zero exit) instead of going unnoticed.
+#[cfg(debug_assertions)]
+impl Handler<crate::contain::InjectPanic> for Listener {
+    type Result = ();
+
+    fn handle(&mut self, _: crate::contain::InjectPanic, _: &mut Context<Self>) {
+        panic!("injected fault in the listener (not contained)");
+    }
+}
+
 impl Handler<ConnectionClosed> for Listener {
     type Result = ();
 

@@ -14,6 +14,7 @@ use rmq_protocol::body::{to_json, GetBrokerMemberGroupResponseBody, KvTable, Top
 use rmq_protocol::fastjson::JsonStyle;
 use tracing::{debug, info, warn};
 
+use crate::contain::{contain, Contained, Recover};
 use crate::messages::*;
 use crate::route::{ExpiredBroker, NeedTopics, RouteTables};
 use crate::settings::RegistrySettings;
@@ -40,6 +41,8 @@ pub struct RouteRegistry {
     generation: u64,
     /// The route caches of the connection threads.
     workers: Vec<Recipient<InvalidateRoutes>>,
+    /// Handler panics contained so far.
+    panics: u64,
 }
 
 fn new_tables(settings: &RegistrySettings) -> RouteTables {
@@ -64,6 +67,7 @@ impl RouteRegistry {
             started_at: Instant::now(),
             generation: 0,
             workers,
+            panics: 0,
         }
     }
 
@@ -160,10 +164,11 @@ impl Actor for RouteRegistry {
     }
 }
 
-impl Supervised for RouteRegistry {
-    fn restarting(&mut self, _: &mut Self::Context) {
-        // Route state is rebuilt by the brokers' next registrations; settings and the KV copy
-        // survive because they are not derived from broker traffic.
+impl RouteRegistry {
+    /// Empty tables, as after a restart: brokers fill them again within one registration
+    /// period; settings, the KV copy and the generation survive (they are not derived from broker
+    /// traffic).
+    fn reset(&mut self) {
         warn!(
             topics = self.tables.topic_count(),
             brokers = self.tables.live_count(),
@@ -177,266 +182,378 @@ impl Supervised for RouteRegistry {
     }
 }
 
-impl Handler<RegisterBroker> for RouteRegistry {
-    type Result = ResponseFuture<Result<RegisterBrokerReply, NeedTopics>>;
+impl Supervised for RouteRegistry {
+    fn restarting(&mut self, _: &mut Self::Context) {
+        self.reset();
+    }
+}
 
-    fn handle(&mut self, msg: RegisterBroker, _: &mut Context<Self>) -> Self::Result {
-        let outcome = self.tables.register(msg.registration, Instant::now());
-        let order_topic_config = if self.settings.return_order_topic_config_to_broker {
-            self.order_topic_conf_body.clone()
-        } else {
-            None
-        };
-        self.answer(outcome.map(|outcome| RegisterBrokerReply {
-            outcome,
-            order_topic_config,
-        }))
+impl Recover for RouteRegistry {
+    const NAME: &'static str = "route registry";
+
+    fn recover(&mut self, _: &mut Self::Context) {
+        self.reset();
+    }
+
+    fn count_panic(&mut self) {
+        self.panics += 1;
+    }
+
+    fn panics(&self) -> u64 {
+        self.panics
+    }
+}
+
+contained_actor!(RouteRegistry);
+
+impl Handler<RegisterBroker> for RouteRegistry {
+    type Result = Contained<ResponseFuture<Result<RegisterBrokerReply, NeedTopics>>>;
+
+    fn handle(&mut self, msg: RegisterBroker, ctx: &mut Context<Self>) -> Self::Result {
+        contain(
+            self,
+            ctx,
+            "RegisterBroker",
+            move |this, _| -> ResponseFuture<Result<RegisterBrokerReply, NeedTopics>> {
+                let outcome = this.tables.register(msg.registration, Instant::now());
+                let order_topic_config = if this.settings.return_order_topic_config_to_broker {
+                    this.order_topic_conf_body.clone()
+                } else {
+                    None
+                };
+                this.answer(outcome.map(|outcome| RegisterBrokerReply {
+                    outcome,
+                    order_topic_config,
+                }))
+            },
+        )
     }
 }
 
 impl Handler<UnregisterBroker> for RouteRegistry {
-    type Result = ResponseFuture<()>;
+    type Result = Contained<ResponseFuture<()>>;
 
-    fn handle(&mut self, msg: UnregisterBroker, _: &mut Context<Self>) -> Self::Result {
-        self.tables.unregister(std::slice::from_ref(&msg.request));
-        self.answer(())
+    fn handle(&mut self, msg: UnregisterBroker, ctx: &mut Context<Self>) -> Self::Result {
+        contain(
+            self,
+            ctx,
+            "UnregisterBroker",
+            move |this, _| -> ResponseFuture<()> {
+                this.tables.unregister(std::slice::from_ref(&msg.request));
+                this.answer(())
+            },
+        )
     }
 }
 
 impl Handler<BrokerHeartbeat> for RouteRegistry {
-    type Result = ();
+    type Result = Contained<()>;
 
-    fn handle(&mut self, msg: BrokerHeartbeat, _: &mut Context<Self>) {
-        if !self.tables.heartbeat(&msg.instance, Instant::now()) {
-            debug!(broker = %msg.instance, "heartbeat from an unregistered broker ignored");
-        }
+    fn handle(&mut self, msg: BrokerHeartbeat, ctx: &mut Context<Self>) -> Self::Result {
+        contain(self, ctx, "BrokerHeartbeat", move |this, _| {
+            if !this.tables.heartbeat(&msg.instance, Instant::now()) {
+                debug!(broker = %msg.instance, "heartbeat from an unregistered broker ignored");
+            }
+        })
     }
 }
 
 impl Handler<QueryDataVersion> for RouteRegistry {
-    type Result = MessageResult<QueryDataVersion>;
+    type Result = Contained<MessageResult<QueryDataVersion>>;
 
-    fn handle(&mut self, msg: QueryDataVersion, _: &mut Context<Self>) -> Self::Result {
-        let (changed, stored) =
-            self.tables
-                .query_data_version(&msg.instance, msg.version.as_ref(), Instant::now());
-        MessageResult(DataVersionReply { changed, stored })
+    fn handle(&mut self, msg: QueryDataVersion, ctx: &mut Context<Self>) -> Self::Result {
+        contain(self, ctx, "QueryDataVersion", move |this, _| {
+            let (changed, stored) =
+                this.tables
+                    .query_data_version(&msg.instance, msg.version.as_ref(), Instant::now());
+            MessageResult(DataVersionReply { changed, stored })
+        })
     }
 }
 
 impl Handler<GetRouteInfo> for RouteRegistry {
-    type Result = Result<RouteBody, RouteError>;
+    type Result = Contained<Result<RouteBody, RouteError>>;
 
-    fn handle(&mut self, msg: GetRouteInfo, _: &mut Context<Self>) -> Self::Result {
-        // Java's cluster-test processor has no ready check.
-        let waiting = self.settings.need_wait_for_service
-            && !self.cluster_test
-            && self.started_at.elapsed() < self.settings.wait_for_service;
-        if waiting {
-            return Err(RouteError::NotReady);
-        }
-        let Some(topic) = msg.topic else {
-            return Err(RouteError::TopicNotExist("null".to_owned()));
-        };
-        let body = match &msg.zone {
-            Some(zone) => self.zone_filtered_route(&topic, zone),
-            None => self.route_body(&topic, msg.style),
-        };
-        let generation = self.generation;
-        body.map(|body| RouteBody { body, generation })
-            .ok_or(RouteError::TopicNotExist(topic))
+    fn handle(&mut self, msg: GetRouteInfo, ctx: &mut Context<Self>) -> Self::Result {
+        contain(self, ctx, "GetRouteInfo", move |this, _| {
+            // Java's cluster-test processor has no ready check.
+            let waiting = this.settings.need_wait_for_service
+                && !this.cluster_test
+                && this.started_at.elapsed() < this.settings.wait_for_service;
+            if waiting {
+                return Err(RouteError::NotReady);
+            }
+            let Some(topic) = msg.topic else {
+                return Err(RouteError::TopicNotExist("null".to_owned()));
+            };
+            let body = match &msg.zone {
+                Some(zone) => this.zone_filtered_route(&topic, zone),
+                None => this.route_body(&topic, msg.style),
+            };
+            let generation = this.generation;
+            body.map(|body| RouteBody { body, generation })
+                .ok_or(RouteError::TopicNotExist(topic))
+        })
     }
 }
 
 impl Handler<GetClusterInfo> for RouteRegistry {
-    type Result = MessageResult<GetClusterInfo>;
+    type Result = Contained<MessageResult<GetClusterInfo>>;
 
-    fn handle(&mut self, _: GetClusterInfo, _: &mut Context<Self>) -> Self::Result {
-        MessageResult(Body(Bytes::from(to_json(
-            &self.tables.cluster_info(),
-            JsonStyle::Legacy,
-        ))))
+    fn handle(&mut self, _: GetClusterInfo, ctx: &mut Context<Self>) -> Self::Result {
+        contain(self, ctx, "GetClusterInfo", move |this, _| {
+            MessageResult(Body(Bytes::from(to_json(
+                &this.tables.cluster_info(),
+                JsonStyle::Legacy,
+            ))))
+        })
     }
 }
 
 impl Handler<GetBrokerMemberGroup> for RouteRegistry {
-    type Result = MessageResult<GetBrokerMemberGroup>;
+    type Result = Contained<MessageResult<GetBrokerMemberGroup>>;
 
-    fn handle(&mut self, msg: GetBrokerMemberGroup, _: &mut Context<Self>) -> Self::Result {
-        let body = GetBrokerMemberGroupResponseBody {
-            broker_member_group: self.tables.member_group(&msg.cluster, &msg.name),
-        };
-        MessageResult(MemberGroupBody(Bytes::from(to_json(
-            &body,
-            JsonStyle::Legacy,
-        ))))
+    fn handle(&mut self, msg: GetBrokerMemberGroup, ctx: &mut Context<Self>) -> Self::Result {
+        contain(self, ctx, "GetBrokerMemberGroup", move |this, _| {
+            let body = GetBrokerMemberGroupResponseBody {
+                broker_member_group: this.tables.member_group(&msg.cluster, &msg.name),
+            };
+            MessageResult(MemberGroupBody(Bytes::from(to_json(
+                &body,
+                JsonStyle::Legacy,
+            ))))
+        })
     }
 }
 
 impl Handler<WipeWritePerm> for RouteRegistry {
-    type Result = ResponseFuture<WipeTopicCount>;
+    type Result = Contained<ResponseFuture<WipeTopicCount>>;
 
-    fn handle(&mut self, msg: WipeWritePerm, _: &mut Context<Self>) -> Self::Result {
-        let count = WipeTopicCount(self.tables.wipe_write_perm(&msg.name));
-        self.answer(count)
+    fn handle(&mut self, msg: WipeWritePerm, ctx: &mut Context<Self>) -> Self::Result {
+        contain(
+            self,
+            ctx,
+            "WipeWritePerm",
+            move |this, _| -> ResponseFuture<WipeTopicCount> {
+                let count = WipeTopicCount(this.tables.wipe_write_perm(&msg.name));
+                this.answer(count)
+            },
+        )
     }
 }
 
 impl Handler<AddWritePerm> for RouteRegistry {
-    type Result = ResponseFuture<AddTopicCount>;
+    type Result = Contained<ResponseFuture<AddTopicCount>>;
 
-    fn handle(&mut self, msg: AddWritePerm, _: &mut Context<Self>) -> Self::Result {
-        let count = AddTopicCount(self.tables.add_write_perm(&msg.name));
-        self.answer(count)
+    fn handle(&mut self, msg: AddWritePerm, ctx: &mut Context<Self>) -> Self::Result {
+        contain(
+            self,
+            ctx,
+            "AddWritePerm",
+            move |this, _| -> ResponseFuture<AddTopicCount> {
+                let count = AddTopicCount(this.tables.add_write_perm(&msg.name));
+                this.answer(count)
+            },
+        )
     }
 }
 
 impl Handler<GetTopicList> for RouteRegistry {
-    type Result = Result<Body, Disabled>;
+    type Result = Contained<Result<Body, Disabled>>;
 
-    fn handle(&mut self, msg: GetTopicList, _: &mut Context<Self>) -> Self::Result {
-        let enabled = match msg.kind {
-            TopicListKind::All => self.settings.enable_all_topic_list,
-            TopicListKind::System => true,
-            _ => self.settings.enable_topic_list,
-        };
-        if !enabled {
-            return Err(Disabled);
-        }
-        let list = match &msg.kind {
-            TopicListKind::All => self.tables.all_topics(),
-            TopicListKind::ByCluster(cluster) => self.tables.topics_by_cluster(cluster),
-            TopicListKind::System => self.tables.system_topics(),
-            TopicListKind::Unit => self.tables.unit_topics(),
-            TopicListKind::HasUnitSub => self.tables.has_unit_sub_topics(),
-            TopicListKind::HasUnitSubUnUnit => self.tables.has_unit_sub_ununit_topics(),
-        };
-        Ok(Body(Bytes::from(to_json(&list, JsonStyle::Legacy))))
+    fn handle(&mut self, msg: GetTopicList, ctx: &mut Context<Self>) -> Self::Result {
+        contain(self, ctx, "GetTopicList", move |this, _| {
+            let enabled = match msg.kind {
+                TopicListKind::All => this.settings.enable_all_topic_list,
+                TopicListKind::System => true,
+                _ => this.settings.enable_topic_list,
+            };
+            if !enabled {
+                return Err(Disabled);
+            }
+            let list = match &msg.kind {
+                TopicListKind::All => this.tables.all_topics(),
+                TopicListKind::ByCluster(cluster) => this.tables.topics_by_cluster(cluster),
+                TopicListKind::System => this.tables.system_topics(),
+                TopicListKind::Unit => this.tables.unit_topics(),
+                TopicListKind::HasUnitSub => this.tables.has_unit_sub_topics(),
+                TopicListKind::HasUnitSubUnUnit => this.tables.has_unit_sub_ununit_topics(),
+            };
+            Ok(Body(Bytes::from(to_json(&list, JsonStyle::Legacy))))
+        })
     }
 }
 
 impl Handler<DeleteTopic> for RouteRegistry {
-    type Result = ResponseFuture<()>;
+    type Result = Contained<ResponseFuture<()>>;
 
-    fn handle(&mut self, msg: DeleteTopic, _: &mut Context<Self>) -> Self::Result {
-        self.tables.delete_topic(&msg.topic, msg.cluster.as_deref());
-        self.answer(())
+    fn handle(&mut self, msg: DeleteTopic, ctx: &mut Context<Self>) -> Self::Result {
+        contain(
+            self,
+            ctx,
+            "DeleteTopic",
+            move |this, _| -> ResponseFuture<()> {
+                this.tables.delete_topic(&msg.topic, msg.cluster.as_deref());
+                this.answer(())
+            },
+        )
     }
 }
 
 impl Handler<RegisterTopic> for RouteRegistry {
-    type Result = ResponseFuture<()>;
+    type Result = Contained<ResponseFuture<()>>;
 
-    fn handle(&mut self, msg: RegisterTopic, _: &mut Context<Self>) -> Self::Result {
-        self.tables.register_topic(&msg.topic, &msg.queue_datas);
-        self.answer(())
+    fn handle(&mut self, msg: RegisterTopic, ctx: &mut Context<Self>) -> Self::Result {
+        contain(
+            self,
+            ctx,
+            "RegisterTopic",
+            move |this, _| -> ResponseFuture<()> {
+                this.tables.register_topic(&msg.topic, &msg.queue_datas);
+                this.answer(())
+            },
+        )
     }
 }
 
 impl Handler<ScanInactive> for RouteRegistry {
-    type Result = ResponseFuture<Vec<ExpiredBroker>>;
+    type Result = Contained<ResponseFuture<Vec<ExpiredBroker>>>;
 
-    fn handle(&mut self, msg: ScanInactive, _: &mut Context<Self>) -> Self::Result {
-        let expired: Vec<ExpiredBroker> = self.tables.scan_inactive(msg.now);
-        self.answer(expired)
+    fn handle(&mut self, msg: ScanInactive, ctx: &mut Context<Self>) -> Self::Result {
+        contain(
+            self,
+            ctx,
+            "ScanInactive",
+            move |this, _| -> ResponseFuture<Vec<ExpiredBroker>> {
+                let expired: Vec<ExpiredBroker> = this.tables.scan_inactive(msg.now);
+                this.answer(expired)
+            },
+        )
     }
 }
 
 impl Handler<ChannelClosed> for RouteRegistry {
-    type Result = ResponseFuture<()>;
+    type Result = Contained<ResponseFuture<()>>;
 
-    fn handle(&mut self, msg: ChannelClosed, _: &mut Context<Self>) -> Self::Result {
-        self.tables.channel_closed(msg.conn);
-        self.answer(())
+    fn handle(&mut self, msg: ChannelClosed, ctx: &mut Context<Self>) -> Self::Result {
+        contain(
+            self,
+            ctx,
+            "ChannelClosed",
+            move |this, _| -> ResponseFuture<()> {
+                this.tables.channel_closed(msg.conn);
+                this.answer(())
+            },
+        )
     }
 }
 
 impl Handler<ApplySettings> for RouteRegistry {
-    type Result = ResponseFuture<()>;
+    type Result = Contained<ResponseFuture<()>>;
 
-    fn handle(&mut self, msg: ApplySettings, _: &mut Context<Self>) -> Self::Result {
-        let new = msg.settings;
-        // Switches that change what a route shows, or whether it may be shown (the ready
-        // window), make every cached route go.
-        if new.order_message_enable != self.settings.order_message_enable
-            || new.need_wait_for_service != self.settings.need_wait_for_service
-            || new.wait_for_service != self.settings.wait_for_service
-        {
-            self.tables.invalidate_all();
-        }
-        self.tables.set_options(new.route_options());
-        self.tables.set_cache_limit(new.route_cache_bytes);
-        self.tables.set_default_expiry(new.broker_expiry);
-        info!(settings = ?new, "registry settings applied");
-        self.settings = new;
-        self.answer(())
+    fn handle(&mut self, msg: ApplySettings, ctx: &mut Context<Self>) -> Self::Result {
+        contain(
+            self,
+            ctx,
+            "ApplySettings",
+            move |this, _| -> ResponseFuture<()> {
+                let new = msg.settings;
+                // Switches that change what a route shows, or whether it may be shown (the ready
+                // window), make every cached route go.
+                if new.order_message_enable != this.settings.order_message_enable
+                    || new.need_wait_for_service != this.settings.need_wait_for_service
+                    || new.wait_for_service != this.settings.wait_for_service
+                {
+                    this.tables.invalidate_all();
+                }
+                this.tables.set_options(new.route_options());
+                this.tables.set_cache_limit(new.route_cache_bytes);
+                this.tables.set_default_expiry(new.broker_expiry);
+                info!(settings = ?new, "registry settings applied");
+                this.settings = new;
+                this.answer(())
+            },
+        )
     }
 }
 
 impl Handler<OrderTopicConfChanged> for RouteRegistry {
-    type Result = ResponseFuture<()>;
+    type Result = Contained<ResponseFuture<()>>;
 
-    fn handle(&mut self, msg: OrderTopicConfChanged, _: &mut Context<Self>) -> Self::Result {
-        // Routes show the value only with orderMessageEnable, but it may be switched on later:
-        // drop the encoded routes of every topic whose value changed either way.
-        let new = msg.table.clone().unwrap_or_default();
-        let old = std::mem::take(&mut self.order_topic_conf);
-        for topic in old.keys().chain(new.keys()) {
-            if old.get(topic) != new.get(topic) {
-                self.tables.invalidate_topic(topic);
-            }
-        }
-        self.order_topic_conf_body = msg
-            .table
-            .map(|table| Bytes::from(to_json(&KvTable { table }, JsonStyle::Legacy)));
-        self.order_topic_conf = new;
-        self.answer(())
+    fn handle(&mut self, msg: OrderTopicConfChanged, ctx: &mut Context<Self>) -> Self::Result {
+        contain(
+            self,
+            ctx,
+            "OrderTopicConfChanged",
+            move |this, _| -> ResponseFuture<()> {
+                // Routes show the value only with orderMessageEnable, but it may be switched on later:
+                // drop the encoded routes of every topic whose value changed either way.
+                let new = msg.table.clone().unwrap_or_default();
+                let old = std::mem::take(&mut this.order_topic_conf);
+                for topic in old.keys().chain(new.keys()) {
+                    if old.get(topic) != new.get(topic) {
+                        this.tables.invalidate_topic(topic);
+                    }
+                }
+                this.order_topic_conf_body = msg
+                    .table
+                    .map(|table| Bytes::from(to_json(&KvTable { table }, JsonStyle::Legacy)));
+                this.order_topic_conf = new;
+                this.answer(())
+            },
+        )
     }
 }
 
 impl Handler<QueryRoute> for RouteRegistry {
-    type Result = Option<TopicRouteData>;
+    type Result = Contained<Option<TopicRouteData>>;
 
-    fn handle(&mut self, msg: QueryRoute, _: &mut Context<Self>) -> Self::Result {
-        let mut route = self.tables.topic_route(&msg.topic)?;
-        if self.shows_order_conf() {
-            route.order_topic_conf = self.order_topic_conf.get(&msg.topic).cloned();
-        }
-        Some(route)
+    fn handle(&mut self, msg: QueryRoute, ctx: &mut Context<Self>) -> Self::Result {
+        contain(self, ctx, "QueryRoute", move |this, _| {
+            let mut route = this.tables.topic_route(&msg.topic)?;
+            if this.shows_order_conf() {
+                route.order_topic_conf = this.order_topic_conf.get(&msg.topic).cloned();
+            }
+            Some(route)
+        })
     }
 }
 
 impl Handler<ListBrokers> for RouteRegistry {
-    type Result = Vec<BrokerStatus>;
+    type Result = Contained<Vec<BrokerStatus>>;
 
-    fn handle(&mut self, _: ListBrokers, _: &mut Context<Self>) -> Self::Result {
-        let now = Instant::now();
-        self.tables
-            .live_instances()
-            .into_iter()
-            .map(|(instance, group, live)| BrokerStatus {
-                cluster: instance.cluster.as_str().to_owned(),
-                name: group.as_ref().map(|(name, _)| name.as_str().to_owned()),
-                id: group.map(|(_, id)| id),
-                addr: instance.addr.as_str().to_owned(),
-                since_last_update: now.saturating_duration_since(live.last_update),
-                data_version: live.data_version,
-                conn: live.conn,
-            })
-            .collect()
+    fn handle(&mut self, _: ListBrokers, ctx: &mut Context<Self>) -> Self::Result {
+        contain(self, ctx, "ListBrokers", move |this, _| {
+            let now = Instant::now();
+            this.tables
+                .live_instances()
+                .into_iter()
+                .map(|(instance, group, live)| BrokerStatus {
+                    cluster: instance.cluster.as_str().to_owned(),
+                    name: group.as_ref().map(|(name, _)| name.as_str().to_owned()),
+                    id: group.map(|(_, id)| id),
+                    addr: instance.addr.as_str().to_owned(),
+                    since_last_update: now.saturating_duration_since(live.last_update),
+                    data_version: live.data_version,
+                    conn: live.conn,
+                })
+                .collect()
+        })
     }
 }
 
 impl Handler<GetRouteStats> for RouteRegistry {
-    type Result = MessageResult<GetRouteStats>;
+    type Result = Contained<MessageResult<GetRouteStats>>;
 
-    fn handle(&mut self, _: GetRouteStats, _: &mut Context<Self>) -> Self::Result {
-        MessageResult(RouteStats {
-            topics: self.tables.topic_count(),
-            broker_groups: self.tables.broker_group_count(),
-            clusters: self.tables.cluster_count(),
-            live_brokers: self.tables.live_count(),
-            cached_route_bytes: self.tables.cached_bytes(),
+    fn handle(&mut self, _: GetRouteStats, ctx: &mut Context<Self>) -> Self::Result {
+        contain(self, ctx, "GetRouteStats", move |this, _| {
+            MessageResult(RouteStats {
+                topics: this.tables.topic_count(),
+                broker_groups: this.tables.broker_group_count(),
+                clusters: this.tables.cluster_count(),
+                live_brokers: this.tables.live_count(),
+                cached_route_bytes: this.tables.cached_bytes(),
+            })
         })
     }
 }

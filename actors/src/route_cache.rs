@@ -19,14 +19,16 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use actix::prelude::*;
 use bytes::Bytes;
 use rmq_protocol::fastjson::JsonStyle;
 use tracing::debug;
 
+use crate::contain::{contain, Contained, Recover};
 use crate::messages::InvalidateRoutes;
-use crate::route::TopicName;
+use crate::route::{RouteChanges, TopicName};
 
 /// Entries (with or without bodies) a worker keeps before it forgets what it only remembers as
 /// invalidated.
@@ -186,13 +188,50 @@ impl WorkerCache {
 pub struct RouteCacheKeeper {
     id: CacheId,
     limit: usize,
+    /// The generation of the last change it was sent.
+    generation: u64,
+    /// Handler panics contained so far.
+    panics: u64,
 }
 
 impl RouteCacheKeeper {
     pub fn new(id: CacheId, limit: usize) -> Self {
-        Self { id, limit }
+        Self {
+            id,
+            limit,
+            generation: 0,
+            panics: 0,
+        }
     }
 }
+
+impl Recover for RouteCacheKeeper {
+    const NAME: &'static str = "route cache keeper";
+
+    /// A change half applied could leave a stale route: the whole cache goes, and bodies older
+    /// than the change are refused.
+    fn recover(&mut self, _: &mut Self::Context) {
+        if let Some(cache) = WorkerCache::of_this_thread(self.id) {
+            cache.invalidate(&InvalidateRoutes {
+                generation: self.generation,
+                changes: Arc::new(RouteChanges {
+                    all: true,
+                    topics: Vec::new(),
+                }),
+            });
+        }
+    }
+
+    fn count_panic(&mut self) {
+        self.panics += 1;
+    }
+
+    fn panics(&self) -> u64 {
+        self.panics
+    }
+}
+
+contained_actor!(RouteCacheKeeper);
 
 impl Actor for RouteCacheKeeper {
     type Context = Context<Self>;
@@ -209,12 +248,15 @@ impl Actor for RouteCacheKeeper {
 }
 
 impl Handler<InvalidateRoutes> for RouteCacheKeeper {
-    type Result = ();
+    type Result = Contained<()>;
 
-    fn handle(&mut self, msg: InvalidateRoutes, _: &mut Context<Self>) {
-        if let Some(cache) = WorkerCache::of_this_thread(self.id) {
-            cache.invalidate(&msg);
-        }
+    fn handle(&mut self, msg: InvalidateRoutes, ctx: &mut Context<Self>) -> Self::Result {
+        self.generation = self.generation.max(msg.generation);
+        contain(self, ctx, "InvalidateRoutes", move |this, _| {
+            if let Some(cache) = WorkerCache::of_this_thread(this.id) {
+                cache.invalidate(&msg);
+            }
+        })
     }
 }
 
