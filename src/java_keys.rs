@@ -104,6 +104,16 @@ pub const JAVA_KEYS: &[JavaKey] = &[
         "server.idle_timeout",
         Kind::Seconds,
     ),
+    key(
+        "enableShutdownGracefully",
+        "server.shutdown_gracefully",
+        Kind::Bool,
+    ),
+    key(
+        "shutdownWaitTimeSeconds",
+        "server.shutdown_wait",
+        Kind::Seconds,
+    ),
 ];
 
 /// Java's `tls.*` system properties (Java: `TlsSystemConfig`), ours under `[tls]`. Accepted in a

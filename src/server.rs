@@ -14,7 +14,8 @@ use rmq_actors::kv::{KvError, KvStore, KvTables};
 use rmq_actors::listener::{Listener, ListenerSetup};
 use rmq_actors::messages::InvalidateRoutes;
 use rmq_actors::messages::{
-    CloseAll, FlushKv, ListConnections, OpenConnection, OpenConnections, ReloadTls, StopAccepting,
+    CloseAll, DrainAll, FlushKv, GoAwayCount, ListConnections, OpenConnection, OpenConnections,
+    ReloadTls, StopAccepting,
 };
 use rmq_actors::registry::RouteRegistry;
 use rmq_actors::route_cache::{CacheId, RouteCacheKeeper};
@@ -203,6 +204,7 @@ impl NameServer {
                     product_env: product_env.map(Addr::recipient),
                     opened: housekeeping.clone().recipient(),
                     closed: housekeeping.clone().recipient(),
+                    went_away: housekeeping.clone().recipient(),
                     route_cache,
                     #[cfg(debug_assertions)]
                     faults,
@@ -243,6 +245,10 @@ impl NameServer {
             tls_reloader,
             arbiters,
             shutdown_grace: config.server.shutdown_grace,
+            drain: config
+                .server
+                .shutdown_gracefully
+                .then_some(config.server.shutdown_wait),
         })
     }
 }
@@ -350,6 +356,8 @@ pub struct NameServerHandle {
     tls_reloader: Option<Addr<TlsReloader>>,
     arbiters: Vec<Arbiter>,
     shutdown_grace: Duration,
+    /// `server.shutdown_wait` when `server.shutdown_gracefully`.
+    drain: Option<Duration>,
 }
 
 impl NameServerHandle {
@@ -406,9 +414,26 @@ impl NameServerHandle {
         }
     }
 
-    /// Stops accepting, closes every connection (waiting up to `server.shutdown_grace`), waits
-    /// for the KV store to be on disk, then stops the server's arbiters.
+    /// How many GO_AWAY answers a drain has given so far.
+    pub async fn go_away_count(&self) -> u64 {
+        self.housekeeping.send(GoAwayCount).await.unwrap_or(0)
+    }
+
+    /// With `server.shutdown_gracefully`, drains first: for `server.shutdown_wait`, 5.x clients
+    /// on the connections open now are answered GO_AWAY and reconnect (to this server, which
+    /// serves the new connections as usual, or to another behind the same name). Then stops
+    /// accepting, closes every connection (waiting up to `server.shutdown_grace`), waits for the
+    /// KV store to be on disk, and stops the server's arbiters.
     pub async fn stop(self) {
+        if let Some(wait) = self.drain {
+            let told = self.housekeeping.send(DrainAll).await.unwrap_or(0);
+            info!(connections = told, wait = ?wait, "draining: 5.x clients are answered GO_AWAY");
+            tokio::time::sleep(wait).await;
+            info!(
+                go_away = self.go_away_count().await,
+                "drain over; GO_AWAY answers given"
+            );
+        }
         self.listener.do_send(StopAccepting);
         let deadline = Instant::now() + self.shutdown_grace;
         match self.housekeeping.send(CloseAll { deadline }).await {

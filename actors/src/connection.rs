@@ -16,10 +16,10 @@ use tokio_util::codec::FramedRead;
 use tracing::{debug, error, info, info_span, warn, Span};
 
 use crate::dispatch::{dispatch, Responder, Services};
-use crate::messages::{CloseConnection, ConnectionClosed, ConnectionOpened};
+use crate::messages::{CloseConnection, ConnectionClosed, ConnectionOpened, Drain, WentAway};
 use crate::outbox::{Outbox, MAX_SLICES};
 use crate::registration::{self, BodyMemo, RegistrationError};
-use crate::response::{system_error, IntoResponse};
+use crate::response::{go_away, system_error, IntoResponse};
 use crate::route::ConnId;
 use crate::route_cache::WorkerCache;
 use crate::settings::ServerSettings;
@@ -60,6 +60,9 @@ pub struct Connection {
     idle_since: (u64, Instant),
     /// Whether its close was announced (normally in `stopped`).
     closed_told: bool,
+    /// The server is draining and this connection was open when it began: 5.x clients get
+    /// GO_AWAY.
+    going_away: bool,
     span: Span,
 }
 
@@ -96,6 +99,7 @@ impl Connection {
                 activity: 0,
                 idle_since: (0, Instant::now()),
                 closed_told: false,
+                going_away: false,
                 span: info_span!("conn", conn = %id, peer = %peer, tls),
             }
         })
@@ -113,6 +117,22 @@ impl Connection {
             return;
         }
         debug!(code = %cmd.request_code(), opaque = cmd.opaque, oneway = cmd.is_oneway(), "request");
+        if self.going_away && cmd.version > GO_AWAY_AFTER_VERSION {
+            // As Java's NettyRemotingAbstract: answered GO_AWAY (a oneway request is dropped),
+            // not processed; the client reconnects and sends it again.
+            debug!(code = %cmd.request_code(), "draining: GO_AWAY");
+            self.services.went_away.do_send(WentAway);
+            if !cmd.is_oneway() {
+                let reply_to = ReplyTo {
+                    opaque: cmd.opaque,
+                    oneway: false,
+                    serialize_type: cmd.serialize_type,
+                };
+                drop(_entered);
+                self.reply(reply_to, go_away(), ctx);
+            }
+            return;
+        }
         let reply_to = ReplyTo {
             opaque: cmd.opaque,
             oneway: cmd.is_oneway(),
@@ -281,6 +301,7 @@ impl Actor for Connection {
             peer: self.peer,
             tls: self.tls,
             close: ctx.address().recipient(),
+            drain: ctx.address().recipient(),
         });
         if let Some(idle_timeout) = self.settings.idle_timeout() {
             let period = (idle_timeout / 4).max(Duration::from_millis(100));
@@ -392,6 +413,18 @@ impl Connection {
         self.flushing = false;
         ctx.stop();
         Poll::Ready(())
+    }
+}
+
+/// Clients of versions above this (Java: `MQVersion.Version.V5_3_1`) understand GO_AWAY.
+const GO_AWAY_AFTER_VERSION: i32 = 475;
+
+impl Handler<Drain> for Connection {
+    type Result = ();
+
+    fn handle(&mut self, _: Drain, _: &mut Context<Self>) {
+        debug!(parent: &self.span, "draining");
+        self.going_away = true;
     }
 }
 

@@ -38,6 +38,8 @@ pub struct Services {
     /// Told when a connection opens and closes (Housekeeping).
     pub opened: Recipient<ConnectionOpened>,
     pub closed: Recipient<ConnectionClosed>,
+    /// Told of every GO_AWAY answer (Housekeeping counts them).
+    pub went_away: Recipient<WentAway>,
     /// This NameServer's route cache on each connection thread.
     pub route_cache: CacheId,
     /// Builds with debug assertions only: the actors a [`FAULT_INJECTION`] request can make

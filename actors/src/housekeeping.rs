@@ -11,8 +11,8 @@ use tracing::{debug, info, warn};
 
 use crate::contain::{contain, contain_unit, Contained, Recover};
 use crate::messages::{
-    ChannelClosed, CloseAll, CloseConnection, ConnectionClosed, ConnectionOpened, ListConnections,
-    OpenConnection, OpenConnections, RunScan, ScanInactive,
+    ChannelClosed, CloseAll, CloseConnection, ConnectionClosed, ConnectionOpened, Drain, DrainAll,
+    GoAwayCount, ListConnections, OpenConnection, OpenConnections, RunScan, ScanInactive, WentAway,
 };
 use crate::route::{ConnId, ExpiredBroker};
 
@@ -20,6 +20,7 @@ use crate::route::{ConnId, ExpiredBroker};
 struct Open {
     info: OpenConnection,
     close: Recipient<CloseConnection>,
+    drain: Recipient<Drain>,
 }
 
 /// The housekeeping actor.
@@ -34,6 +35,8 @@ pub struct Housekeeping {
     drain_waiters: Vec<oneshot::Sender<usize>>,
     /// Set by `CloseAll`: the server is stopping, no more scans.
     stopping: bool,
+    /// GO_AWAY answers given (a drain).
+    went_away: u64,
     /// Handler panics contained so far.
     panics: u64,
 }
@@ -51,6 +54,7 @@ impl Housekeeping {
             connections: HashMap::new(),
             drain_waiters: Vec::new(),
             stopping: false,
+            went_away: 0,
             panics: 0,
         }
     }
@@ -153,9 +157,39 @@ impl Handler<ConnectionOpened> for Housekeeping {
                 Open {
                     info,
                     close: msg.close,
+                    drain: msg.drain,
                 },
             );
         })
+    }
+}
+
+impl Handler<DrainAll> for Housekeeping {
+    type Result = Contained<usize>;
+
+    fn handle(&mut self, _: DrainAll, ctx: &mut Context<Self>) -> Self::Result {
+        contain(self, ctx, "DrainAll", |this, _| {
+            for open in this.connections.values() {
+                open.drain.do_send(Drain);
+            }
+            this.connections.len()
+        })
+    }
+}
+
+impl Handler<WentAway> for Housekeeping {
+    type Result = ();
+
+    fn handle(&mut self, _: WentAway, _: &mut Context<Self>) {
+        self.went_away += 1;
+    }
+}
+
+impl Handler<GoAwayCount> for Housekeeping {
+    type Result = u64;
+
+    fn handle(&mut self, _: GoAwayCount, _: &mut Context<Self>) -> u64 {
+        self.went_away
     }
 }
 

@@ -222,7 +222,30 @@ pub struct ConnectionOpened {
     pub tls: bool,
     /// Where to ask the connection to close.
     pub close: Recipient<CloseConnection>,
+    /// Where to ask the connection to drain.
+    pub drain: Recipient<Drain>,
 }
+
+/// Start draining: answer GO_AWAY to 5.x clients from now on (to a Connection).
+#[derive(Debug, Clone, Copy, Message)]
+#[rtype(result = "()")]
+pub struct Drain;
+
+/// Drain every connection open now; connections opened later are served as usual (to
+/// Housekeeping). Answers how many connections were told.
+#[derive(Debug, Message)]
+#[rtype(result = "usize")]
+pub struct DrainAll;
+
+/// A connection answered GO_AWAY (to Housekeeping, which counts them).
+#[derive(Debug, Message)]
+#[rtype(result = "()")]
+pub struct WentAway;
+
+/// How many GO_AWAY answers the server has given (Housekeeping).
+#[derive(Debug, Message)]
+#[rtype(result = "u64")]
+pub struct GoAwayCount;
 
 /// The open connections, by number.
 #[derive(Debug, Message)]

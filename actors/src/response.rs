@@ -27,6 +27,11 @@ pub fn system_error(remark: impl Into<String>) -> RemotingCommand {
     RemotingCommand::response(ResponseCode::SYSTEM_ERROR, Some(remark.into()))
 }
 
+/// GO_AWAY, as Java's server answers while it drains.
+pub fn go_away() -> RemotingCommand {
+    RemotingCommand::response(ResponseCode::GO_AWAY, Some("please go away".to_owned()))
+}
+
 /// REQUEST_CODE_NOT_SUPPORTED, with Java's remark (leading space included).
 pub fn not_supported(code: i32) -> RemotingCommand {
     RemotingCommand::response(

@@ -75,6 +75,13 @@ pub struct ServerSettings {
     /// How long a graceful stop waits for connections to close.
     #[serde(with = "humantime_serde")]
     pub shutdown_grace: Duration,
+    /// Drain before stopping: for `shutdown_wait`, requests of 5.x clients (newer than 5.3.1) on
+    /// connections opened before the stop get GO_AWAY, so they reconnect and retry (Java:
+    /// `enableShutdownGracefully`).
+    pub shutdown_gracefully: bool,
+    /// How long the drain lasts (Java: `shutdownWaitTimeSeconds`).
+    #[serde(with = "humantime_serde")]
+    pub shutdown_wait: Duration,
 }
 
 impl Default for ServerSettings {
@@ -90,6 +97,8 @@ impl Default for ServerSettings {
             advertised_version: version::V5_3_3,
             response_serialize: ResponseSerialize::Mirror,
             shutdown_grace: Duration::from_secs(5),
+            shutdown_gracefully: false,
+            shutdown_wait: Duration::from_secs(30),
         }
     }
 }
@@ -127,6 +136,9 @@ impl ServerSettings {
         }
         if self.max_connections == 0 {
             return Err(invalid("server.max_connections", "must be at least 1"));
+        }
+        if self.shutdown_wait > Duration::from_secs(3600) {
+            return Err(invalid("server.shutdown_wait", "must be at most 1h"));
         }
         if self.workers > 1024 {
             return Err(invalid("server.workers", "must be at most 1024"));
