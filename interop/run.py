@@ -40,6 +40,7 @@ import tempfile
 import threading
 import time
 import traceback
+from datetime import datetime, timezone
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -1028,6 +1029,190 @@ def s_two_namesrvs(ctx):
     check(r["code"] == 17, f"missing topic via {both}: {compact(r)}", r["_logs"])
     # the broker keeps registering with the survivor (heartbeat every 30 s is not awaited here)
     ctx.wait_registered(b.addr, broker, timeout=5)
+
+
+# Server-side time stamps of our log lines (tracing: RFC 3339, UTC, microseconds).
+OURS_LOG_LINE = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?)Z\s+(\w+)\s+(.*)$")
+
+
+def ours_log_events(ns):
+    """Our server's log as (epoch seconds, level, rest of line), ANSI colours removed."""
+    events = []
+    for line in ours_log(ns).splitlines():
+        m = OURS_LOG_LINE.match(line)
+        if m:
+            stamp = datetime.strptime(m.group(1)[:26], "%Y-%m-%dT%H:%M:%S.%f" if "." in m.group(1)
+                                      else "%Y-%m-%dT%H:%M:%S").replace(tzinfo=timezone.utc)
+            events.append((stamp.timestamp(), m.group(2), m.group(3)))
+    return events
+
+
+@scenario("graceful-drain5", modes=("ours",))
+def s_graceful_drain5(ctx):
+    """Graceful drain (server.shutdown_gracefully, shutdown_wait 8 s, TOML --config): a 5.5.0
+    client (RouteLoop) looks routes up from the NameServer continuously while it is SIGTERMed
+    and drains. Every lookup before and during the drain succeeds; the client's requests carry
+    version > 475 (V5_3_1); the server answered some of them GO_AWAY (its debug log: on a
+    connection opened before the drain; its `go_away=` count > 0) and served the client's retries
+    on a connection opened during the drain; the client log shows the GO_AWAY it received; the
+    server exits 0 after the window."""
+    wait_s = 8
+    home = ctx.dir / "namesrv-config"
+    home.mkdir(parents=True, exist_ok=True)
+    config = home / "namesrv.toml"
+    config.write_text(f'[server]\nshutdown_gracefully = true\nshutdown_wait = "{wait_s}s"\n')
+    ns = ctx._start_ours("namesrv", config=config, extra_args=["--log-level", "info,rmq_actors::connection=debug"])
+    broker = ctx.start_broker("5", ns.addr, "broker-drain")
+    ctx.wait_registered(ns.addr, broker)
+
+    # the route lookups: a Java 5.5.0 client in the background until the stop file appears
+    label = "routeloop5"
+    lhome = ctx.home(label)
+    stop_file = lhome / "stop"
+    argv = [java_bin(), *PEER_JVM, f"-Duser.home={lhome}", "-cp", client_classpath("5"), "rmqinterop.RouteLoop",
+            "--namesrv", ns.addr, "--topic", broker.broker_name, "--broker", broker.broker_name,
+            "--stop-file", str(stop_file), "--max-count", "5000", "--max-s", str(wait_s + 90),
+            "--interval-ms", "20", "--timeout-ms", "3000"]
+    (lhome / "argv.txt").write_text(" ".join(argv) + "\n")
+    loop = ctx.spawn(label, argv, lhome)
+    loop_logs = [(f"{label} stdout", loop.stdout), (f"{label} stderr", loop.stderr)]
+
+    def ready():
+        if not loop.alive():
+            raise Fail(f"RouteLoop exited with {loop.popen.returncode} before its first lookup succeeded",
+                       loop_logs + ctx.logs)
+        return "READY" in read_text(loop.stdout).splitlines()
+
+    wait_until("RouteLoop's first successful route lookup", 60, 0.2, ready)
+    time.sleep(1.0)  # some lookups before the drain
+
+    sigterm_at = time.time()
+    ns.popen.send_signal(signal.SIGTERM)
+
+    def drain_over():
+        check(loop.alive(), f"RouteLoop exited ({loop.popen.returncode}) during the drain", loop_logs + ctx.logs)
+        exited = not ns.alive()  # before reading the log: the line may come just before the exit
+        if "drain over; GO_AWAY answers given" in ours_log(ns):
+            return "drain over"
+        return "exited" if exited else None
+
+    seen = wait_until("our server's 'drain over' log line", wait_s + 20, 0.1, drain_over)
+    stop_file.write_text("stop\n")
+    try:
+        ns.popen.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        raise Fail("our server did not exit within 30 s after the drain", ctx.logs)
+    exited_after = time.time() - sigterm_at
+    try:
+        loop.popen.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        raise Fail("RouteLoop did not stop within 30 s of the stop file", loop_logs + ctx.logs)
+    check(seen == "drain over", f"our server exited ({ns.popen.returncode}) without logging 'drain over'", ctx.logs)
+    check(ns.popen.returncode == 0, f"our server exited with {ns.popen.returncode} after the drain", ctx.logs)
+
+    results = [json.loads(t[len("RESULT "):]) for t in read_text(loop.stdout).splitlines() if t.startswith("RESULT ")]
+    check(results and results[-1].get("ok") and loop.popen.returncode == 0,
+          f"RouteLoop: exit {loop.popen.returncode}, {compact(results[-1]) if results else 'no RESULT line'}",
+          loop_logs + ctx.logs)
+    r = results[-1]
+
+    # the drain as our server saw it
+    events = ours_log_events(ns)
+    starts = [(ts, rest) for ts, _, rest in events if "draining: 5.x clients are answered GO_AWAY" in rest]
+    overs = [(ts, rest) for ts, _, rest in events if "drain over; GO_AWAY answers given" in rest]
+    check(len(starts) == 1 and len(overs) == 1, f"expected one drain start and one drain over line, got "
+          f"{len(starts)} and {len(overs)}", ctx.logs)
+    drain_start, start_line = starts[0]
+    drain_end, over_line = overs[0]
+    m = re.search(r"\bgo_away=(\d+)", over_line)
+    check(m, f"no go_away=<count> in {over_line!r}", ctx.logs)
+    go_away = int(m.group(1))
+    told = re.search(r"\bconnections=(\d+)", start_line)
+    check("name server stopped" in ours_log(ns), "our server's log has no 'name server stopped'", ctx.logs)
+
+    # the client's requests: version > 475 (V5_3_1), so the server may answer them GO_AWAY
+    versions = r.get("requestVersions") or []
+    check(versions and all(v > 475 for v in versions),
+          f"the client's GET_ROUTEINFO_BY_TOPIC requests carry versions {versions} (need > 475; "
+          f"MQVersion.CURRENT_VERSION {r.get('currentVersion')})", loop_logs)
+
+    # every lookup before and during the drain succeeded: those answered before the drain ended,
+    # and those started more than 0.5 s before its end (whenever answered); later ones may fail
+    # as the server stops
+    end_ms, start_ms = drain_end * 1000, drain_start * 1000
+    lookups = r["lookups"]
+    must = [x for x in lookups if x[1] <= end_ms or x[0] < end_ms - 500]
+    after = [x for x in lookups if not (x[1] <= end_ms or x[0] < end_ms - 500)]
+    bad = [x for x in must if x[2] != 0]
+    during = [x for x in lookups if start_ms < x[1] <= end_ms]
+    before = [x for x in lookups if x[1] <= start_ms]
+    if bad:
+        first = [f for f in r.get("failures", []) if f["endMs"] <= end_ms or f["startMs"] < end_ms - 500][:5]
+        raise Fail(f"{len(bad)} of {len(must)} route lookups before/during the drain failed "
+                   f"(drain {drain_start:.3f}..{drain_end:.3f}): {json.dumps(first)[:1500]}", loop_logs + ctx.logs)
+    check(len(during) >= 20, f"only {len(during)} route lookups answered during the {wait_s} s drain", loop_logs)
+    head_gap = (min(x[1] for x in during) - start_ms) / 1000
+    tail_gap = (end_ms - max(x[1] for x in during)) / 1000
+    check(head_gap < 2 and tail_gap < 2,
+          f"the lookups do not cover the drain: first answered {head_gap:.2f} s after its start, last "
+          f"{tail_gap:.2f} s before its end", loop_logs)
+
+    # the server's side: GO_AWAY answers to the client's route lookups on a connection opened
+    # before the drain, the retries (and later lookups) served on one opened during it
+    opened, served, went_away, all_codes = {}, {}, {}, {}
+    for ts, _, rest in events:
+        c = re.search(r"conn\{conn=(\S+) ", rest)
+        if not c:
+            continue
+        conn = c.group(1)
+        if rest.endswith("connection opened"):
+            opened[conn] = ts
+        elif "draining: GO_AWAY" in rest:
+            code = re.search(r"\bcode=(\S+)", rest)
+            code = code.group(1) if code else "?"
+            all_codes[code] = all_codes.get(code, 0) + 1
+            if code.startswith("GET_ROUTEINFO_BY_TOPIC"):
+                went_away.setdefault(conn, []).append(ts)
+        elif re.search(r"\brequest code=GET_ROUTEINFO_BY_TOPIC", rest):
+            served.setdefault(conn, []).append(ts)
+    # each request is logged once as "request", then (GO_AWAY'd) once more as "draining: GO_AWAY"
+    for conn, stamps in went_away.items():
+        for ts in stamps:
+            if served.get(conn):
+                served[conn].remove(min(served[conn], key=lambda s: abs(s - ts)))
+    route_go_away = sum(len(v) for v in went_away.values())
+    check(go_away > 0, f"the server gave no GO_AWAY answer during the drain ({over_line.strip()})", ctx.logs)
+    check(route_go_away > 0, "our debug log shows no GET_ROUTEINFO_BY_TOPIC answered GO_AWAY", ctx.logs)
+    check(sum(all_codes.values()) == go_away, f"the debug log shows {sum(all_codes.values())} GO_AWAY answers "
+          f"({all_codes}) but the server counted go_away={go_away}", ctx.logs)
+    check(all(opened.get(c, 0) < drain_start for c in went_away),
+          f"GO_AWAY on connection(s) opened during the drain: {sorted(went_away)}", ctx.logs)
+    fresh = {c for c, stamps in served.items() if opened.get(c, 0) > drain_start
+             and any(drain_start < ts <= drain_end for ts in stamps)}
+    check(fresh, "no route lookup served on a connection opened during the drain (the client's reconnect)",
+          ctx.logs)
+    total_served = sum(len(v) for v in served.values())
+    check(total_served >= r["succeeded"], f"the server served {total_served} route lookups, the client counts "
+          f"{r['succeeded']} successful ones (answered by a cache?)", loop_logs + ctx.logs)
+
+    # the client's side of the GO_AWAY (NettyRemotingClient logs it, INFO)
+    client_log = "".join(read_text(p) for p in sorted((lhome / "logs").rglob("*.log")))
+    received = len(re.findall(r"Receive go away from channelId=\S+, channel=[^\n]*?\]$", client_log, re.M))
+    reconnects = client_log.count(", recreate the channelId=")
+    check(received >= 1, "the client's log shows no 'Receive go away' (NettyRemotingClient)", loop_logs)
+    check("GO_AWAY twice" not in client_log, "the client received GO_AWAY twice for one request", loop_logs)
+
+    print(f"# {ctx.name}: request version(s) {versions} (client MQVersion {r.get('currentVersion')}); drain "
+          f"{drain_end - drain_start:.2f} s over {told.group(1) if told else '?'} connection(s), server exit 0 "
+          f"{exited_after:.1f} s after SIGTERM", flush=True)
+    print(f"# {ctx.name}: lookups: {len(before)} before the drain, {len(during)} during it, all succeeded; "
+          f"{len(after)} after it ({sum(1 for x in after if x[2] != 0)} failed, server stopping); stop: "
+          f"{r.get('stop')}", flush=True)
+    print(f"# {ctx.name}: GO_AWAY: server go_away={go_away} (by request: {json.dumps(all_codes, sort_keys=True)}; "
+          f"the route lookups' on connection(s) {', '.join(sorted(went_away))}); retries served on "
+          f"{', '.join(sorted(fresh))} opened during the drain; client log: {received} GO_AWAY received, "
+          f"{reconnects} reconnect(s); server served {total_served} route lookups for the client's "
+          f"{r['succeeded']} successes", flush=True)
 
 
 @scenario("go-client5")
