@@ -8,7 +8,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
 
-use bytes::Buf;
 use serde::{Deserialize, Serialize};
 
 use crate::code::version;
@@ -44,9 +43,43 @@ where
     Option::<T>::deserialize(deserializer).map(Option::unwrap_or_default)
 }
 
+/// Every body struct is read from a JSON object only: serde's derive would also read one from an
+/// array of its field values (`[]` as an empty registration), which fastjson refuses. Each
+/// derives with `remote = "Self"` and gets its trait impls here.
+macro_rules! json_objects {
+    ($($name:ident),* $(,)?) => {$(
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                $name::deserialize(fastjson::ObjectOnly(deserializer))
+            }
+        }
+        impl Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                $name::serialize(self, serializer)
+            }
+        }
+    )*};
+}
+
+json_objects!(
+    DataVersion,
+    TopicConfig,
+    TopicQueueMappingInfo,
+    TopicConfigWrapper,
+    RegisterBrokerBody,
+    QueueData,
+    BrokerData,
+    TopicRouteData,
+    ClusterInfo,
+    TopicList,
+    KvTable,
+    BrokerMemberGroup,
+    GetBrokerMemberGroupResponseBody
+);
+
 /// A broker's topic-config version; "changed" means any of the three fields differs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, remote = "Self")]
 pub struct DataVersion {
     pub counter: i64,
     #[serde(rename = "stateVersion")]
@@ -56,7 +89,7 @@ pub struct DataVersion {
 
 /// One topic's configuration as a broker reports it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, remote = "Self")]
 pub struct TopicConfig {
     #[serde(deserialize_with = "null_default")]
     pub attributes: BTreeMap<String, String>,
@@ -159,7 +192,7 @@ impl TopicConfig {
 
 /// Static-topic mapping of one broker for one topic (`TopicQueueMappingInfo`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, remote = "Self")]
 pub struct TopicQueueMappingInfo {
     pub bname: Option<String>,
     #[serde(rename = "currIdMap", skip_serializing_if = "Option::is_none")]
@@ -193,7 +226,7 @@ impl Default for TopicQueueMappingInfo {
 /// `topicQueueMappingDetailMap` and `mappingDataVersion` are not used by a NameServer and are
 /// skipped when reading.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, remote = "Self")]
 pub struct TopicConfigWrapper {
     #[serde(rename = "dataVersion", deserialize_with = "null_default")]
     pub data_version: DataVersion,
@@ -205,7 +238,7 @@ pub struct TopicConfigWrapper {
 
 /// REGISTER_BROKER body (docs/protocol.md#registerbrokerbody).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, remote = "Self")]
 pub struct RegisterBrokerBody {
     #[serde(rename = "filterServerList", deserialize_with = "null_default")]
     pub filter_server_list: Vec<String>,
@@ -253,40 +286,35 @@ impl RegisterBrokerBody {
     }
 
     /// The compressed form: zlib over `len|DataVersion JSON`, `count × (len|topic text)`,
-    /// `len|filter-server JSON array`, and from 5.0.0 `count × (len|mapping JSON)`.
+    /// `len|filter-server JSON array`, and from 5.0.0 `count × (len|mapping JSON)`. Inflated as
+    /// it is read, one chunk at a time into one reused buffer: what it holds at most is the
+    /// decoded result plus the largest chunk, and it stops as soon as the chunks read add up to
+    /// more than `max_inflated` bytes (a zlib bomb costs the time to inflate `max_inflated`
+    /// bytes, never the memory).
     pub fn decode_compressed(
         bytes: &[u8],
         with_mappings: bool,
         max_inflated: usize,
     ) -> Result<Self, BodyError> {
-        let mut inflated = Vec::new();
-        let limit = u64::try_from(max_inflated).unwrap_or(u64::MAX);
-        flate2::read::ZlibDecoder::new(bytes)
-            .take(limit.saturating_add(1))
-            .read_to_end(&mut inflated)
-            .map_err(|e| BodyError::Compressed(format!("bad zlib stream: {e}")))?;
-        if inflated.len() > max_inflated {
-            return Err(BodyError::Compressed(format!(
-                "inflates to more than {max_inflated} bytes"
-            )));
-        }
-        let mut buf = inflated.as_slice();
-        let data_version: DataVersion = fastjson::from_slice(take_chunk(&mut buf)?)?;
-        let topic_count = take_count(&mut buf)?;
+        let mut stream = Inflating::new(bytes, max_inflated);
+        let data_version: DataVersion = chunk_json(stream.chunk()?, "DataVersion")?;
+        let topic_count = stream.count()?;
         let mut topic_config_table = BTreeMap::new();
         for _ in 0..topic_count {
-            let text = std::str::from_utf8(take_chunk(&mut buf)?)
+            let text = std::str::from_utf8(stream.chunk()?)
                 .map_err(|_| BodyError::Compressed("topic config is not UTF-8".into()))?;
-            let config = TopicConfig::decode_text(text)?;
+            let config = TopicConfig::decode_text(text)
+                .map_err(|e| BodyError::Compressed(format!("bad topic config: {e}")))?;
             topic_config_table.insert(config.topic_name.clone(), config);
         }
         // Java logs and ignores a bad filter-server list.
-        let filter_server_list = fastjson::from_slice(take_chunk(&mut buf)?).unwrap_or_default();
+        let filter_server_list = fastjson::from_slice(stream.chunk()?).unwrap_or_default();
         let mut topic_queue_mapping_info_map = BTreeMap::new();
         if with_mappings {
-            let mapping_count = take_count(&mut buf)?;
+            let mapping_count = stream.count()?;
             for _ in 0..mapping_count {
-                let info: TopicQueueMappingInfo = fastjson::from_slice(take_chunk(&mut buf)?)?;
+                let info: TopicQueueMappingInfo =
+                    chunk_json(stream.chunk()?, "TopicQueueMappingInfo")?;
                 topic_queue_mapping_info_map.insert(info.topic.clone().unwrap_or_default(), info);
             }
         }
@@ -340,26 +368,75 @@ fn len_i32(len: usize) -> i32 {
     i32::try_from(len).unwrap_or(i32::MAX)
 }
 
-fn take_count(buf: &mut &[u8]) -> Result<usize, BodyError> {
-    if buf.remaining() < 4 {
-        return Err(BodyError::Compressed(
-            "End of compressed data has reached".into(),
-        ));
-    }
-    let n = buf.get_i32();
-    usize::try_from(n).map_err(|_| BodyError::Compressed(format!("negative count {n}")))
+/// A chunk of the compressed form read as JSON; its errors are errors of the compressed body.
+fn chunk_json<T: serde::de::DeserializeOwned>(chunk: &[u8], what: &str) -> Result<T, BodyError> {
+    fastjson::from_slice(chunk).map_err(|e| BodyError::Compressed(format!("bad {what}: {e}")))
 }
 
-fn take_chunk<'a>(buf: &mut &'a [u8]) -> Result<&'a [u8], BodyError> {
-    let len = take_count(buf)?;
-    if buf.remaining() < len {
-        return Err(BodyError::Compressed(
-            "End of compressed data has reached".into(),
-        ));
+/// A zlib stream read as the compressed registration's length-prefixed chunks, with a budget of
+/// inflated bytes.
+struct Inflating<'a> {
+    zlib: flate2::read::ZlibDecoder<&'a [u8]>,
+    /// Inflated bytes still allowed.
+    left: usize,
+    limit: usize,
+    chunk: Vec<u8>,
+}
+
+impl<'a> Inflating<'a> {
+    fn new(bytes: &'a [u8], limit: usize) -> Self {
+        Inflating {
+            zlib: flate2::read::ZlibDecoder::new(bytes),
+            left: limit,
+            limit,
+            chunk: Vec::new(),
+        }
     }
-    let (chunk, rest) = buf.split_at(len);
-    *buf = rest;
-    Ok(chunk)
+
+    /// Takes `n` more inflated bytes from the budget.
+    fn spend(&mut self, n: usize) -> Result<(), BodyError> {
+        self.left = self.left.checked_sub(n).ok_or_else(|| {
+            BodyError::Compressed(format!("inflates to more than {} bytes", self.limit))
+        })?;
+        Ok(())
+    }
+
+    /// The next big-endian `i32`, which must not be negative.
+    fn count(&mut self) -> Result<usize, BodyError> {
+        self.spend(4)?;
+        let mut word = [0u8; 4];
+        self.zlib.read_exact(&mut word).map_err(inflate_error)?;
+        let n = i32::from_be_bytes(word);
+        usize::try_from(n).map_err(|_| BodyError::Compressed(format!("negative count {n}")))
+    }
+
+    /// The next length-prefixed chunk, valid until the next call.
+    fn chunk(&mut self) -> Result<&[u8], BodyError> {
+        let len = self.count()?;
+        self.spend(len)?;
+        self.chunk.clear();
+        // `len` is within the budget, but the stream may end sooner: read, do not reserve.
+        let read = (&mut self.zlib)
+            .take(len as u64)
+            .read_to_end(&mut self.chunk)
+            .map_err(inflate_error)?;
+        if read < len {
+            return Err(end_of_data());
+        }
+        Ok(&self.chunk)
+    }
+}
+
+fn end_of_data() -> BodyError {
+    BodyError::Compressed("End of compressed data has reached".into())
+}
+
+fn inflate_error(err: std::io::Error) -> BodyError {
+    if err.kind() == std::io::ErrorKind::UnexpectedEof {
+        end_of_data()
+    } else {
+        BodyError::Compressed(format!("bad zlib stream: {err}"))
+    }
 }
 
 /// Encodes a body in the given style. Our body types contain only strings, numbers and maps with
@@ -370,7 +447,7 @@ pub fn to_json<T: Serialize + ?Sized>(value: &T, style: fastjson::JsonStyle) -> 
 
 /// One broker group's queues of one topic.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, remote = "Self")]
 pub struct QueueData {
     #[serde(rename = "brokerName")]
     pub broker_name: String,
@@ -385,7 +462,7 @@ pub struct QueueData {
 
 /// A broker group: its addresses by broker id (0 = master).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, remote = "Self")]
 pub struct BrokerData {
     #[serde(rename = "brokerAddrs", deserialize_with = "null_default")]
     pub broker_addrs: BTreeMap<i64, String>,
@@ -400,7 +477,7 @@ pub struct BrokerData {
 
 /// GET_ROUTEINFO_BY_TOPIC response body (and REGISTER_TOPIC_IN_NAMESRV request body).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, remote = "Self")]
 pub struct TopicRouteData {
     #[serde(rename = "brokerDatas", deserialize_with = "null_default")]
     pub broker_datas: Vec<BrokerData>,
@@ -419,7 +496,7 @@ pub struct TopicRouteData {
 
 /// GET_BROKER_CLUSTER_INFO response body.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, remote = "Self")]
 pub struct ClusterInfo {
     #[serde(rename = "brokerAddrTable", deserialize_with = "null_default")]
     pub broker_addr_table: BTreeMap<String, BrokerData>,
@@ -429,7 +506,7 @@ pub struct ClusterInfo {
 
 /// Topic-list response bodies; `brokerAddr` only in GET_SYSTEM_TOPIC_LIST_FROM_NS.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, remote = "Self")]
 pub struct TopicList {
     #[serde(rename = "brokerAddr", skip_serializing_if = "Option::is_none")]
     pub broker_addr: Option<String>,
@@ -439,7 +516,7 @@ pub struct TopicList {
 
 /// KV namespace contents (`KVTable`).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, remote = "Self")]
 pub struct KvTable {
     #[serde(deserialize_with = "null_default")]
     pub table: BTreeMap<String, String>,
@@ -447,7 +524,7 @@ pub struct KvTable {
 
 /// One broker group's members (`BrokerMemberGroup`).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, remote = "Self")]
 pub struct BrokerMemberGroup {
     #[serde(rename = "brokerAddrs", deserialize_with = "null_default")]
     pub broker_addrs: BTreeMap<i64, String>,
@@ -459,7 +536,7 @@ pub struct BrokerMemberGroup {
 
 /// GET_BROKER_MEMBER_GROUP response body.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, remote = "Self")]
 pub struct GetBrokerMemberGroupResponseBody {
     #[serde(rename = "brokerMemberGroup", deserialize_with = "null_default")]
     pub broker_member_group: BrokerMemberGroup,

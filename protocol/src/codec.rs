@@ -62,6 +62,9 @@ impl RemotingCodec {
     }
 }
 
+/// Most buffer reserved ahead of the bytes of a frame that have arrived.
+const READ_AHEAD: usize = 64 * 1024;
+
 impl Decoder for RemotingCodec {
     type Item = RemotingCommand;
     type Error = FrameError;
@@ -83,7 +86,9 @@ impl Decoder for RemotingCodec {
             });
         }
         if src.len() < total {
-            src.reserve(total - src.len());
+            // Room for what is likely to come next, not for the whole declared length: a peer
+            // that declares 16 MiB and sends 4 bytes gets a buffer that grows with what it sends.
+            src.reserve((total - src.len()).min(READ_AHEAD));
             return Ok(None);
         }
         let mut frame = src.split_to(total).freeze();

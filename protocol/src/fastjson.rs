@@ -274,6 +274,35 @@ pub fn from_slice<T: DeserializeOwned>(bytes: &[u8]) -> serde_json::Result<T> {
     }
 }
 
+/// A deserializer that reads a struct only from a JSON object. serde's derived struct visitor also
+/// accepts a sequence of field values, and serde_json hands it one for `[...]`; asking for a map
+/// instead turns an array into a type error ("invalid type: sequence, expected struct ..."),
+/// as fastjson's "syntax error, expect {". Everything else passes through.
+pub struct ObjectOnly<D>(pub D);
+
+impl<'de, D: serde::Deserializer<'de>> serde::Deserializer<'de> for ObjectOnly<D> {
+    type Error = D::Error;
+
+    fn deserialize_any<V: serde::de::Visitor<'de>>(self, visitor: V) -> Result<V::Value, D::Error> {
+        self.0.deserialize_any(visitor)
+    }
+
+    fn deserialize_struct<V: serde::de::Visitor<'de>>(
+        self,
+        _name: &'static str,
+        _fields: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, D::Error> {
+        self.0.deserialize_map(visitor)
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
+        option unit unit_struct newtype_struct seq tuple tuple_struct map enum identifier
+        ignored_any
+    }
+}
+
 /// Rewrites bare numeric object keys (`{0:"a"}`) as quoted keys (`{"0":"a"}`), leaving everything
 /// else, including strings that look like keys, untouched. Borrows the input when there is nothing
 /// to rewrite, which is the common case.
