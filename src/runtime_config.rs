@@ -9,6 +9,7 @@ use actix::prelude::*;
 use bytes::Bytes;
 use rmq_actors::contain::{contain, Contained, Recover};
 use rmq_actors::contained_actor;
+use rmq_actors::logging::Clipped;
 use rmq_actors::messages::{
     ApplySettings, Body, ConfigUpdateError, GetNamesrvConfig, UpdateNamesrvConfig,
 };
@@ -104,7 +105,7 @@ impl Handler<UpdateNamesrvConfig> for RuntimeConfig {
                 return done(Err(ConfigUpdateError::Unparsable));
             };
             if let Some(key) = props.keys().find(|k| this.black_list.contains(k)) {
-                warn!(key, "config update refused: black-listed key");
+                warn!(key = %Clipped(key), "config update refused: black-listed key");
                 return done(Err(ConfigUpdateError::BlackListed { key: key.clone() }));
             }
             let (updated, restart_needed) = match apply_update(&this.config, &props) {
@@ -122,7 +123,7 @@ impl Handler<UpdateNamesrvConfig> for RuntimeConfig {
                     settings: updated.registry.clone(),
                 });
             }
-            info!(keys = ?props.keys().collect::<Vec<_>>(), restart_needed = ?restart_needed, "configuration updated");
+            info!(keys = %Clipped(&format!("{:?}", props.keys().collect::<Vec<_>>())), restart_needed = ?restart_needed, "configuration updated");
             this.config = updated;
             // Persist while holding the actor (AtomicResponse): updates are written one at a time.
             let content = this.properties_text().into_bytes();

@@ -11,6 +11,7 @@ use rmq_actors::contain::{GetHealth, Recover};
 use rmq_actors::dispatch::Services;
 use rmq_actors::housekeeping::Housekeeping;
 use rmq_actors::kv::{KvError, KvStore, KvTables};
+use rmq_actors::limits::{Limit, LimitCounts, Limits};
 use rmq_actors::listener::{Listener, ListenerSetup};
 use rmq_actors::messages::InvalidateRoutes;
 use rmq_actors::messages::{
@@ -137,6 +138,8 @@ impl NameServer {
             )
         });
 
+        let limits = Limits::new(config.server.max_inflating_bytes).start();
+
         let kv_routes = routes.clone();
         let print_interval = config.kv.print_interval;
         let kv = Supervisor::start(move |_| {
@@ -205,6 +208,7 @@ impl NameServer {
                     opened: housekeeping.clone().recipient(),
                     closed: housekeeping.clone().recipient(),
                     went_away: housekeeping.clone().recipient(),
+                    limits: limits.clone(),
                     route_cache,
                     #[cfg(debug_assertions)]
                     faults,
@@ -240,6 +244,7 @@ impl NameServer {
             routes,
             kv,
             housekeeping,
+            limits,
             contained,
             listener,
             tls_reloader,
@@ -351,6 +356,7 @@ pub struct NameServerHandle {
     routes: Addr<RouteRegistry>,
     kv: Addr<KvStore>,
     housekeeping: Addr<Housekeeping>,
+    limits: Addr<Limits>,
     contained: Contained,
     listener: Addr<Listener>,
     tls_reloader: Option<Addr<TlsReloader>>,
@@ -412,6 +418,22 @@ impl NameServerHandle {
             Some(reloader) => reloader.send(ReloadTls).await.map_err(|e| e.to_string())?,
             None => Err("TLS is disabled".to_owned()),
         }
+    }
+
+    /// What each limit refused so far (connections, timeouts, budgets, overload, bad input), by
+    /// the name of its configuration key; every limit is listed.
+    pub async fn limit_counts(&self) -> Vec<(&'static str, u64)> {
+        let counts = self.limits.send(LimitCounts).await.unwrap_or_default();
+        Limit::ALL
+            .iter()
+            .map(|limit| {
+                let n = counts
+                    .iter()
+                    .find(|(l, _)| l == limit)
+                    .map_or(0, |(_, n)| *n);
+                (limit.name(), n)
+            })
+            .collect()
     }
 
     /// How many GO_AWAY answers a drain has given so far.

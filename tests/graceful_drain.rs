@@ -34,7 +34,10 @@ async fn a_drain_sends_new_clients_away_serves_old_ones_and_new_connections_then
 
     let mut broker_conn = connect(&server).await;
     let broker = FakeBroker::master("broker-a", 10911, &["T", "U"]);
-    assert_eq!(broker_conn.request(broker.register()).await.unwrap().code, 0);
+    assert_eq!(
+        broker_conn.request(broker.register()).await.unwrap().code,
+        0
+    );
     let mut new_client = connect(&server).await;
     let mut old_client = connect(&server).await;
     let put = RemotingCommand::request(RequestCode::PUT_KV_CONFIG)
@@ -42,7 +45,14 @@ async fn a_drain_sends_new_clients_away_serves_old_ones_and_new_connections_then
         .with_ext("key", "k")
         .with_ext("value", "v");
     assert_eq!(new_client.request(put).await.unwrap().code, 0);
-    assert_eq!(new_client.request(route_as(V5_5_0, "T")).await.unwrap().code, 0);
+    assert_eq!(
+        new_client
+            .request(route_as(V5_5_0, "T"))
+            .await
+            .unwrap()
+            .code,
+        0
+    );
 
     let started = Instant::now();
     let stopping = actix::spawn(server.stop());
@@ -61,14 +71,20 @@ async fn a_drain_sends_new_clients_away_serves_old_ones_and_new_connections_then
         .await
         .expect("the server still accepts during the drain");
     let resp = reconnected.request(route_as(V5_5_0, "T")).await.unwrap();
-    assert_eq!(resp.code, 0, "a connection opened during the drain is served");
+    assert_eq!(
+        resp.code, 0,
+        "a connection opened during the drain is served"
+    );
 
     // Then the server stops, after the wait, with the KV store on disk.
     tokio::time::timeout(Duration::from_secs(15), stopping)
         .await
         .expect("stops after the drain")
         .expect("stop task");
-    assert!(started.elapsed() >= Duration::from_secs(2), "waited the drain");
+    assert!(
+        started.elapsed() >= Duration::from_secs(2),
+        "waited the drain"
+    );
     assert!(reconnected.request(route_as(V5_5_0, "T")).await.is_err());
     let tables = KvTables::load(&kv_path).unwrap();
     assert_eq!(tables.get("NS", "k"), Some("v"));
@@ -81,7 +97,10 @@ async fn the_go_away_answers_are_counted() {
     config.server.shutdown_wait = Duration::from_secs(1);
     let server = start_server(config);
     let mut client = connect(&server).await;
-    assert_eq!(client.request(route_as(V5_5_0, "T")).await.unwrap().code, 17);
+    assert_eq!(
+        client.request(route_as(V5_5_0, "T")).await.unwrap().code,
+        17
+    );
     assert_eq!(server.go_away_count().await, 0);
     // Drain only (the stop's first step), to read the count while the server runs.
     let told = server
@@ -91,10 +110,17 @@ async fn the_go_away_answers_are_counted() {
         .unwrap();
     assert_eq!(told, 1);
     for _ in 0..4 {
-        assert_eq!(client.request(route_as(V5_5_0, "T")).await.unwrap().code, GO_AWAY);
+        assert_eq!(
+            client.request(route_as(V5_5_0, "T")).await.unwrap().code,
+            GO_AWAY
+        );
     }
     let counted = eventually(TIMEOUT, || async { server.go_away_count().await == 4 }).await;
-    assert!(counted, "{} GO_AWAY answers counted", server.go_away_count().await);
+    assert!(
+        counted,
+        "{} GO_AWAY answers counted",
+        server.go_away_count().await
+    );
     server.stop().await;
 }
 
@@ -102,7 +128,10 @@ async fn the_go_away_answers_are_counted() {
 async fn without_graceful_shutdown_a_stop_does_not_wait() {
     let server = start_server(test_config());
     let mut client = connect(&server).await;
-    assert_eq!(client.request(route_as(V5_5_0, "T")).await.unwrap().code, 17);
+    assert_eq!(
+        client.request(route_as(V5_5_0, "T")).await.unwrap().code,
+        17
+    );
     let started = Instant::now();
     server.stop().await;
     assert!(started.elapsed() < Duration::from_secs(2));

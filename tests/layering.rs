@@ -13,13 +13,14 @@ struct Ladder {
 const ACTORS: Ladder = Ladder {
     src: "actors/src",
     rungs: &[
+        &["logging"],
         &["route", "background", "outbox", "persist", "contain"],
         &["settings"],
         &["messages"],
-        &["registry", "response", "route_cache"],
+        &["registry", "response", "route_cache", "limits"],
         &["kv", "housekeeping", "tls_reload"],
         &["dispatch"],
-        &["registration"],
+        &["worker", "registration"],
         &["connection"],
         &["listener"],
     ],

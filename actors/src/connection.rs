@@ -1,6 +1,7 @@
 //! Connection: one actor per TCP (or TLS) connection. Frames in, typed messages out to the
 //! actor that owns the state, responses back with the request's opaque.
 
+use std::cell::RefCell;
 use std::future::Future;
 use std::io::IoSlice;
 use std::net::SocketAddr;
@@ -10,19 +11,22 @@ use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
+use bytes::BytesMut;
 use rmq_protocol::{FrameError, LanguageCode, RemotingCodec, RemotingCommand};
-use tokio::io::AsyncWrite;
-use tokio_util::codec::FramedRead;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::time::Sleep;
+use tokio_util::codec::Decoder;
 use tracing::{debug, error, info, info_span, warn, Span};
 
-use crate::dispatch::{dispatch, Responder, Services};
+use crate::dispatch::{dispatch, Class, Responder};
+use crate::limits::{Limit, Refused};
 use crate::messages::{CloseConnection, ConnectionClosed, ConnectionOpened, Drain, WentAway};
 use crate::outbox::{Outbox, MAX_SLICES};
 use crate::registration::{self, BodyMemo, RegistrationError};
-use crate::response::{go_away, system_error, IntoResponse};
+use crate::response::{go_away, overloaded, system_error, IntoResponse};
 use crate::route::ConnId;
 use crate::route_cache::WorkerCache;
-use crate::settings::ServerSettings;
+use crate::worker::WorkerShare;
 
 pub use rmq_transport::front_door::{BoxedRead, BoxedWrite};
 
@@ -35,19 +39,36 @@ struct ReplyTo {
 }
 
 /// One connection. See the module docs.
+///
+/// Memory: an idle connection holds no buffer. Bytes are read into the thread's scratch buffer
+/// while the connection has none, and a buffer is taken only for what arrived; the read and
+/// write buffers of a connection that stays quiet for a tick are given back
+/// (docs/limits.md#memory).
 pub struct Connection {
     id: ConnId,
     /// The client: the address of its PROXY header, or the socket's peer.
     peer: SocketAddr,
     tls: bool,
-    services: Rc<Services>,
+    /// The services, settings and bounds of this thread's connections.
+    share: Rc<WorkerShare>,
     /// This thread's route cache of the server (absent only off the worker threads).
     route_cache: Option<WorkerCache>,
     /// Told when the connection stops, to free its slot.
     listener: Recipient<ConnectionClosed>,
-    settings: Rc<ServerSettings>,
+    read: BoxedRead,
+    codec: RemotingCodec,
+    /// Bytes read and not yet decoded: the start of a frame, or nothing.
+    inbox: BytesMut,
+    /// When the frame at the start of `inbox` was found incomplete (slowloris check).
+    partial_since: Option<Instant>,
+    /// The peer closed its side (EOF): answer what was asked, then close.
+    read_closed: bool,
     write: BoxedWrite,
     outbox: Outbox,
+    /// The part of the outbox charged to the thread's outbound budget.
+    charged: usize,
+    /// Bytes written so far.
+    written: u64,
     /// The last registration body decoded on this connection (a broker's own connection).
     last_body: Option<BodyMemo>,
     /// A `Flush` is running.
@@ -69,30 +90,32 @@ pub struct Connection {
 impl Connection {
     /// Starts a connection actor on the current arbiter over the two halves of a stream, from
     /// `peer` (with `tls` when the stream is TLS).
-    #[allow(clippy::too_many_arguments)]
     pub fn start(
         id: ConnId,
         peer: SocketAddr,
         tls: bool,
-        read: BoxedRead,
-        write: BoxedWrite,
-        services: Rc<Services>,
+        (read, write): (BoxedRead, BoxedWrite),
+        share: Rc<WorkerShare>,
         listener: Recipient<ConnectionClosed>,
-        settings: Rc<ServerSettings>,
     ) -> Addr<Self> {
         Connection::create(move |ctx| {
-            let codec = RemotingCodec::new(settings.max_frame_bytes);
-            ctx.add_stream(FramedRead::new(read, codec));
+            ctx.spawn(ReadFrames);
             Connection {
                 id,
                 peer,
                 tls,
-                route_cache: WorkerCache::of_this_thread(services.route_cache),
-                services,
+                route_cache: WorkerCache::of_this_thread(share.services.route_cache),
+                codec: RemotingCodec::new(share.settings.max_frame_bytes),
+                share,
                 listener,
-                settings,
+                read,
+                inbox: BytesMut::new(),
+                partial_since: None,
+                read_closed: false,
                 write,
-                outbox: Outbox::new(),
+                outbox: Outbox::default(),
+                charged: 0,
+                written: 0,
                 last_body: None,
                 flushing: false,
                 in_flight: 0,
@@ -121,7 +144,7 @@ impl Connection {
             // As Java's NettyRemotingAbstract: answered GO_AWAY (a oneway request is dropped),
             // not processed; the client reconnects and sends it again.
             debug!(code = %cmd.request_code(), "draining: GO_AWAY");
-            self.services.went_away.do_send(WentAway);
+            self.share.services.went_away.do_send(WentAway);
             if !cmd.is_oneway() {
                 let reply_to = ReplyTo {
                     opaque: cmd.opaque,
@@ -139,14 +162,43 @@ impl Connection {
             serialize_type: cmd.serialize_type,
         };
         drop(_entered);
-        let services = Rc::clone(&self.services);
+        let share = Rc::clone(&self.share);
         let mut responder = Answering {
             conn: self,
             ctx,
             reply_to,
             request: &cmd,
         };
-        dispatch(&cmd, &services, &mut responder);
+        dispatch(&cmd, &share.services, &mut responder);
+    }
+
+    /// Whether a request of `class` may wait for an actor now; if not, it is counted and the
+    /// answer is SYSTEM_BUSY "[OVERLOAD]".
+    fn admit(&mut self, class: Class) -> Result<(), RemotingCommand> {
+        if self.share.bounds.admits(class, self.in_flight) {
+            return Ok(());
+        }
+        let limit = match class {
+            Class::Read => Limit::OverloadReads,
+            Class::Write => Limit::OverloadWrites,
+        };
+        self.refused(
+            limit,
+            format!("{} request shed: too many requests waiting", class.name()),
+        );
+        Err(overloaded(format_args!(
+            "too many {} requests waiting (server.{limit})",
+            class.name()
+        )))
+    }
+
+    /// Counts (and maybe logs, rate-limited per source) something a limit refused.
+    fn refused(&self, limit: Limit, detail: String) {
+        self.share.services.limits.do_send(Refused {
+            limit,
+            source: Some(self.peer.ip()),
+            detail,
+        });
     }
 
     /// REGISTER_BROKER through `crate::registration`, with this connection's memory of the body
@@ -158,16 +210,22 @@ impl Connection {
         ctx: &mut Context<Self>,
     ) {
         let registered = registration::register(
-            self.services.routes.clone(),
+            registration::Registrar {
+                routes: self.share.services.routes.clone(),
+                limits: self.share.services.limits.clone(),
+                max_inflated_body: self.share.settings.max_inflated_body_bytes,
+                source: self.peer.ip(),
+            },
             cmd,
             self.id,
-            self.settings.max_inflated_body_bytes,
             self.last_body.clone(),
         );
         self.in_flight += 1;
+        self.share.bounds.pending_started();
         let fut = registered.into_actor(self).map(
             move |result: Result<_, RegistrationError>, act, ctx| {
                 act.in_flight -= 1;
+                act.share.bounds.pending_done();
                 let response = match result {
                     Ok((reply, memo)) => {
                         act.last_body = Some(memo);
@@ -179,6 +237,7 @@ impl Connection {
                     }
                 };
                 act.reply(reply_to, response, ctx);
+                act.finish_if_done(ctx);
             },
         );
         self.spawn_or_wait(fut, ctx);
@@ -192,8 +251,10 @@ impl Connection {
         R: IntoResponse,
     {
         self.in_flight += 1;
+        self.share.bounds.pending_started();
         let fut = reply.into_actor(self).map(move |result, act, ctx| {
             act.in_flight -= 1;
+            act.share.bounds.pending_done();
             let response = match result {
                 Ok(reply) => reply.into_response(),
                 Err(err) => {
@@ -202,6 +263,7 @@ impl Connection {
                 }
             };
             act.reply(reply_to, response, ctx);
+            act.finish_if_done(ctx);
         });
         self.spawn_or_wait(fut, ctx);
     }
@@ -213,7 +275,7 @@ impl Connection {
         fut: impl ActorFuture<Self, Output = ()> + 'static,
         ctx: &mut Context<Self>,
     ) {
-        if self.in_flight >= self.settings.max_in_flight {
+        if self.in_flight >= self.share.settings.max_in_flight {
             ctx.wait(fut);
         } else {
             ctx.spawn(fut);
@@ -226,9 +288,10 @@ impl Connection {
         }
         response.opaque = reply_to.opaque;
         response.flag = rmq_protocol::command::FLAG_RESPONSE;
-        response.version = self.settings.advertised_version;
+        response.version = self.share.settings.advertised_version;
         response.language = LanguageCode::Java;
         response.serialize_type = self
+            .share
             .settings
             .response_serialize
             .for_request(reply_to.serialize_type);
@@ -238,23 +301,194 @@ impl Connection {
             ctx.stop();
             return;
         }
-        if self.outbox.queued() > OUTBOX_HIGH_WATER {
+        self.charge();
+        let queued = self.outbox.queued();
+        if queued > OUTBOX_HIGH_WATER
+            || (queued > OUTBOX_ALLOWANCE && self.share.bounds.over_queued_budget())
+        {
+            if queued <= OUTBOX_HIGH_WATER {
+                self.refused(
+                    Limit::QueuedBytes,
+                    format!("{queued} bytes queued for a peer while the outbound budget is used up; not reading it until it takes them"),
+                );
+            }
             // The peer does not read: stop everything else until it has taken what is queued.
-            ctx.wait(Flush);
+            ctx.wait(Flush::new());
         } else if !self.flushing {
             self.flushing = true;
-            ctx.spawn(Flush);
+            ctx.spawn(Flush::new());
         }
     }
 
-    fn check_idle(&mut self, ctx: &mut Context<Self>, idle_timeout: Duration) {
+    /// Charges what the outbox holds beyond the allowance to the thread's outbound budget.
+    fn charge(&mut self) {
+        let charged = self.outbox.queued().saturating_sub(OUTBOX_ALLOWANCE);
+        if charged != self.charged {
+            self.share.bounds.queued_changed(self.charged, charged);
+            self.charged = charged;
+        }
+    }
+
+    /// The peer closed its side and every answer is queued: write them, then close.
+    fn finish_if_done(&mut self, ctx: &mut Context<Self>) {
+        if self.read_closed && self.in_flight == 0 {
+            ctx.wait(Flush::new().map(|(), _, ctx: &mut Context<Self>| ctx.stop()));
+        }
+    }
+
+    /// The periodic check: idle timeout, frame timeout, and buffers given back when quiet.
+    fn tick(&mut self, ctx: &mut Context<Self>) {
+        let settings = &self.share.settings;
+        if let (Some(timeout), Some(since)) = (settings.frame_timeout(), self.partial_since) {
+            if since.elapsed() >= timeout {
+                self.refused(
+                    Limit::FrameTimeout,
+                    format!(
+                        "frame begun and not completed within {timeout:?} ({} bytes of it); closing",
+                        self.inbox.len()
+                    ),
+                );
+                ctx.stop();
+                return;
+            }
+        }
         if self.activity != self.idle_since.0 {
             self.idle_since = (self.activity, Instant::now());
             return;
         }
-        if self.idle_since.1.elapsed() >= idle_timeout && self.in_flight == 0 {
-            info!(parent: &self.span, idle = ?idle_timeout, "closing idle connection");
+        // Quiet since the last tick: give the buffers back.
+        if self.inbox.is_empty() && self.inbox.capacity() > 0 {
+            self.inbox = BytesMut::new();
+        }
+        self.outbox.release();
+        if let Some(idle_timeout) = settings.idle_timeout() {
+            if self.idle_since.1.elapsed() >= idle_timeout && self.in_flight == 0 {
+                info!(parent: &self.span, idle = ?idle_timeout, "closing idle connection");
+                ctx.stop();
+            }
+        }
+    }
+
+    /// Reads more bytes into the inbox. Without a buffer (idle), reads into the thread's
+    /// scratch buffer first and takes a buffer only for what arrived.
+    fn poll_fill(&mut self, task: &mut std::task::Context<'_>) -> Poll<std::io::Result<usize>> {
+        if self.inbox.capacity() - self.inbox.len() >= MIN_READ {
+            return tokio_util::io::poll_read_buf(Pin::new(&mut self.read), task, &mut self.inbox);
+        }
+        if !self.inbox.is_empty() {
+            self.inbox.reserve(READ_BUFFER);
+            return tokio_util::io::poll_read_buf(Pin::new(&mut self.read), task, &mut self.inbox);
+        }
+        SCRATCH.with(|scratch| {
+            let mut scratch = scratch.borrow_mut();
+            let mut buf = ReadBuf::new(&mut scratch[..]);
+            match Pin::new(&mut self.read).poll_read(task, &mut buf) {
+                Poll::Ready(Ok(())) => {
+                    let filled = buf.filled();
+                    if !filled.is_empty() {
+                        self.inbox.reserve(filled.len().max(READ_BUFFER));
+                        self.inbox.extend_from_slice(filled);
+                    }
+                    Poll::Ready(Ok(filled.len()))
+                }
+                Poll::Ready(Err(err)) => Poll::Ready(Err(err)),
+                Poll::Pending => Poll::Pending,
+            }
+        })
+    }
+
+    /// One decoded frame (or the error that ends the connection).
+    fn on_frame(&mut self, item: Result<RemotingCommand, FrameError>, ctx: &mut Context<Self>) {
+        self.activity = self.activity.wrapping_add(1);
+        match item {
+            Ok(cmd) => self.on_request(cmd, ctx),
+            Err(FrameError::Io(err)) => {
+                debug!(parent: &self.span, error = %err, "read failed, closing");
+                ctx.stop();
+            }
+            Err(err) => {
+                self.refused(
+                    Limit::BadInput,
+                    format!("bad frame, closing connection: {err}"),
+                );
+                ctx.stop();
+            }
+        }
+    }
+
+    /// The peer closed its side.
+    fn read_ended(&mut self, ctx: &mut Context<Self>) {
+        if !self.inbox.is_empty() {
+            debug!(parent: &self.span, bytes = self.inbox.len(), "peer closed in the middle of a frame, closing");
             ctx.stop();
+            return;
+        }
+        debug!(parent: &self.span, in_flight = self.in_flight, "peer closed its side; answering what it asked, then closing");
+        self.read_closed = true;
+        self.finish_if_done(ctx);
+    }
+}
+
+/// Bytes read at once into a connection buffer.
+const READ_BUFFER: usize = 8 * 1024;
+
+/// Room below which a buffer is grown before reading into it.
+const MIN_READ: usize = 1024;
+
+thread_local! {
+    /// What idle connections read into: one buffer per thread instead of one per connection.
+    static SCRATCH: RefCell<Box<[u8]>> = RefCell::new(vec![0; 64 * 1024].into_boxed_slice());
+}
+
+/// Reads and decodes frames for as long as the connection lives, as an actor future: it runs
+/// inside the connection actor, with direct access to its socket and buffer. While the actor
+/// waits on something (backpressure) it is not polled, so reading pauses.
+struct ReadFrames;
+
+impl ActorFuture<Connection> for ReadFrames {
+    type Output = ();
+
+    fn poll(
+        self: Pin<&mut Self>,
+        act: &mut Connection,
+        ctx: &mut Context<Connection>,
+        task: &mut std::task::Context<'_>,
+    ) -> Poll<()> {
+        loop {
+            if ctx.state().stopping() {
+                return Poll::Ready(());
+            }
+            if ctx.waiting() {
+                return Poll::Pending;
+            }
+            match act.codec.decode(&mut act.inbox) {
+                Ok(Some(cmd)) => {
+                    act.partial_since = None;
+                    act.on_frame(Ok(cmd), ctx);
+                    continue;
+                }
+                Ok(None) => {
+                    if !act.inbox.is_empty() && act.partial_since.is_none() {
+                        act.partial_since = Some(Instant::now());
+                    }
+                }
+                Err(err) => {
+                    act.on_frame(Err(err), ctx);
+                    return Poll::Ready(());
+                }
+            }
+            match act.poll_fill(task) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(Ok(0)) => {
+                    act.read_ended(ctx);
+                    return Poll::Ready(());
+                }
+                Poll::Ready(Ok(_)) => {}
+                Poll::Ready(Err(err)) => {
+                    act.on_frame(Err(FrameError::Io(err)), ctx);
+                    return Poll::Ready(());
+                }
+            }
         }
     }
 }
@@ -289,6 +523,10 @@ impl Responder for Answering<'_> {
     fn route_cache(&self) -> Option<&WorkerCache> {
         self.conn.route_cache.as_ref()
     }
+
+    fn admit(&mut self, class: Class) -> Result<(), RemotingCommand> {
+        self.conn.admit(class)
+    }
 }
 
 impl Actor for Connection {
@@ -296,17 +534,26 @@ impl Actor for Connection {
 
     fn started(&mut self, ctx: &mut Self::Context) {
         debug!(parent: &self.span, "connection opened");
-        self.services.opened.do_send(ConnectionOpened {
+        self.share.services.opened.do_send(ConnectionOpened {
             conn: self.id,
             peer: self.peer,
             tls: self.tls,
             close: ctx.address().recipient(),
             drain: ctx.address().recipient(),
         });
-        if let Some(idle_timeout) = self.settings.idle_timeout() {
-            let period = (idle_timeout / 4).max(Duration::from_millis(100));
-            ctx.run_interval(period, move |act, ctx| act.check_idle(ctx, idle_timeout));
-        }
+        let settings = &self.share.settings;
+        let period = [
+            settings.idle_timeout(),
+            settings.frame_timeout(),
+            Some(TICK * 4),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+        .map_or(TICK, |shortest| {
+            (shortest / 4).clamp(Duration::from_millis(100), TICK)
+        });
+        ctx.run_interval(period, |act, ctx| act.tick(ctx));
     }
 
     fn stopped(&mut self, _: &mut Self::Context) {
@@ -321,7 +568,14 @@ impl Connection {
         if std::mem::replace(&mut self.closed_told, true) {
             return;
         }
-        self.services
+        // Its queued bytes and pending requests no longer count against the thread's bounds.
+        self.outbox.clear();
+        self.charge();
+        for _ in 0..self.in_flight {
+            self.share.bounds.pending_done();
+        }
+        self.share
+            .services
             .closed
             .do_send(ConnectionClosed { conn: self.id });
         self.listener.do_send(ConnectionClosed { conn: self.id });
@@ -339,29 +593,29 @@ impl Drop for Connection {
     }
 }
 
-impl StreamHandler<Result<RemotingCommand, FrameError>> for Connection {
-    fn handle(&mut self, item: Result<RemotingCommand, FrameError>, ctx: &mut Context<Self>) {
-        self.activity = self.activity.wrapping_add(1);
-        match item {
-            Ok(cmd) => self.on_request(cmd, ctx),
-            Err(FrameError::Io(err)) => {
-                debug!(parent: &self.span, error = %err, "read failed, closing");
-                ctx.stop();
-            }
-            Err(err) => {
-                warn!(parent: &self.span, error = %err, "bad frame, closing connection");
-                ctx.stop();
-            }
-        }
-    }
-}
+/// The period of a connection's check (idle, frame and write timeouts, buffers given back),
+/// shorter when a timeout is shorter.
+const TICK: Duration = Duration::from_secs(5);
 
 /// Bytes queued for a peer beyond which its connection waits for the socket before anything else.
 const OUTBOX_HIGH_WATER: usize = 4 * 1024 * 1024;
 
+/// Bytes a connection may queue without charging the outbound budget (`server.max_queued_bytes`).
+pub const OUTBOX_ALLOWANCE: usize = 256 * 1024;
+
 /// Writes the outbox with vectored writes until it is empty, as an actor future: it runs inside
-/// the connection actor, with direct access to its socket and outbox.
-struct Flush;
+/// the connection actor, with direct access to its socket and outbox. A peer that takes nothing
+/// for `server.write_timeout` is closed, its queued bytes dropped.
+struct Flush {
+    /// Armed while the socket is full: fires when no byte has left for the write timeout.
+    stall: Option<(u64, Pin<Box<Sleep>>)>,
+}
+
+impl Flush {
+    fn new() -> Self {
+        Flush { stall: None }
+    }
+}
 
 impl ActorFuture<Connection> for Flush {
     type Output = ();
@@ -372,33 +626,37 @@ impl ActorFuture<Connection> for Flush {
         ctx: &mut Context<Connection>,
         task: &mut std::task::Context<'_>,
     ) -> Poll<()> {
-        let Connection { write, outbox, .. } = act;
+        let this = self.get_mut();
         loop {
-            while !outbox.is_empty() {
+            while !act.outbox.is_empty() {
                 let mut slices = [IoSlice::new(&[]); MAX_SLICES];
-                let n = outbox.slices(&mut slices);
-                match Pin::new(&mut *write).poll_write_vectored(task, &slices[..n]) {
+                let n = act.outbox.slices(&mut slices);
+                match Pin::new(&mut act.write).poll_write_vectored(task, &slices[..n]) {
                     Poll::Ready(Ok(0)) => {
                         debug!(parent: &act.span, "peer stopped reading, closing");
                         return act.abandon(ctx);
                     }
-                    Poll::Ready(Ok(written)) => outbox.consume(written),
+                    Poll::Ready(Ok(written)) => {
+                        act.outbox.consume(written);
+                        act.written = act.written.wrapping_add(written as u64);
+                        act.charge();
+                    }
                     Poll::Ready(Err(err)) => {
                         debug!(parent: &act.span, error = %err, "write failed, closing");
                         return act.abandon(ctx);
                     }
-                    Poll::Pending => return Poll::Pending,
+                    Poll::Pending => return this.stalled(act, ctx, task),
                 }
             }
             // A TLS stream may still hold records; a TCP stream answers at once.
-            match Pin::new(&mut *write).poll_flush(task) {
-                Poll::Ready(Ok(())) if outbox.is_empty() => break,
+            match Pin::new(&mut act.write).poll_flush(task) {
+                Poll::Ready(Ok(())) if act.outbox.is_empty() => break,
                 Poll::Ready(Ok(())) => continue,
                 Poll::Ready(Err(err)) => {
                     debug!(parent: &act.span, error = %err, "flush failed, closing");
                     return act.abandon(ctx);
                 }
-                Poll::Pending => return Poll::Pending,
+                Poll::Pending => return this.stalled(act, ctx, task),
             }
         }
         act.flushing = false;
@@ -406,10 +664,46 @@ impl ActorFuture<Connection> for Flush {
     }
 }
 
+impl Flush {
+    /// The socket takes no more for now: arm (or re-arm, after progress) the write timeout.
+    fn stalled(
+        &mut self,
+        act: &mut Connection,
+        ctx: &mut Context<Connection>,
+        task: &mut std::task::Context<'_>,
+    ) -> Poll<()> {
+        let Some(timeout) = act.share.settings.write_timeout() else {
+            return Poll::Pending;
+        };
+        match &mut self.stall {
+            Some((seen, sleep)) if *seen == act.written => {
+                if sleep.as_mut().poll(task).is_ready() {
+                    act.refused(
+                        Limit::WriteTimeout,
+                        format!(
+                            "peer took none of its {} queued bytes for {timeout:?}; closing",
+                            act.outbox.queued()
+                        ),
+                    );
+                    return act.abandon(ctx);
+                }
+            }
+            _ => {
+                let mut sleep = Box::pin(tokio::time::sleep(timeout));
+                // Registers the timer with this task.
+                let _ = sleep.as_mut().poll(task);
+                self.stall = Some((act.written, sleep));
+            }
+        }
+        Poll::Pending
+    }
+}
+
 impl Connection {
-    /// Gives up writing: drops what is queued and stops.
+    /// Gives up writing: drops what is queued (its budget given back) and stops.
     fn abandon(&mut self, ctx: &mut Context<Self>) -> Poll<()> {
         self.outbox.clear();
+        self.charge();
         self.flushing = false;
         ctx.stop();
         Poll::Ready(())
@@ -434,7 +728,7 @@ impl Handler<CloseConnection> for Connection {
     fn handle(&mut self, msg: CloseConnection, ctx: &mut Context<Self>) {
         info!(parent: &self.span, reason = msg.reason, "closing connection");
         // Write what is queued first (a peer that does not read gets a second), then stop.
-        ctx.wait(Flush.map(|(), _, ctx: &mut Context<Self>| ctx.stop()));
+        ctx.wait(Flush::new().map(|(), _, ctx: &mut Context<Self>| ctx.stop()));
         ctx.run_later(Duration::from_secs(1), |_, ctx| ctx.stop());
     }
 }

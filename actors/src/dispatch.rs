@@ -19,6 +19,7 @@ use rmq_protocol::fastjson::{self, JsonStyle};
 use rmq_protocol::{RemotingCommand, RequestCode};
 
 use crate::kv::KvStore;
+use crate::limits::Limits;
 use crate::messages::*;
 use crate::registry::RouteRegistry;
 use crate::response::{not_supported, system_error, IntoResponse};
@@ -40,6 +41,8 @@ pub struct Services {
     pub closed: Recipient<ConnectionClosed>,
     /// Told of every GO_AWAY answer (Housekeeping counts them).
     pub went_away: Recipient<WentAway>,
+    /// Server-wide budgets, and the count of what every limit refused.
+    pub limits: Addr<Limits>,
     /// This NameServer's route cache on each connection thread.
     pub route_cache: CacheId,
     /// Builds with debug assertions only: the actors a [`FAULT_INJECTION`] request can make
@@ -55,6 +58,43 @@ pub struct Services {
 #[cfg(debug_assertions)]
 pub const FAULT_INJECTION: RequestCode = RequestCode(1_999_999);
 
+/// The class of a request for admission.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Class {
+    /// Route and cluster queries, topic lists, KV and config reads.
+    Read,
+    /// Registrations, heartbeats and every change.
+    Write,
+}
+
+impl Class {
+    pub fn of(code: RequestCode) -> Class {
+        use RequestCode as C;
+        match code {
+            C::GET_ROUTEINFO_BY_TOPIC
+            | C::GET_BROKER_CLUSTER_INFO
+            | C::GET_BROKER_MEMBER_GROUP
+            | C::GET_ALL_TOPIC_LIST_FROM_NAMESERVER
+            | C::GET_TOPICS_BY_CLUSTER
+            | C::GET_SYSTEM_TOPIC_LIST_FROM_NS
+            | C::GET_UNIT_TOPIC_LIST
+            | C::GET_HAS_UNIT_SUB_TOPIC_LIST
+            | C::GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST
+            | C::GET_KV_CONFIG
+            | C::GET_KVLIST_BY_NAMESPACE
+            | C::GET_NAMESRV_CONFIG => Class::Read,
+            _ => Class::Write,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Class::Read => "read",
+            Class::Write => "write",
+        }
+    }
+}
+
 /// Where [`dispatch`] hands a request: the connection that read it.
 pub trait Responder {
     /// Answers at once.
@@ -69,6 +109,9 @@ pub trait Responder {
     fn register_broker(&mut self);
     /// The route cache of the connection's thread.
     fn route_cache(&self) -> Option<&WorkerCache>;
+    /// Whether a request of `class` may wait for an actor now; the error is the answer
+    /// (SYSTEM_BUSY "[OVERLOAD]").
+    fn admit(&mut self, class: Class) -> Result<(), RemotingCommand>;
 }
 
 /// Sends `cmd` to the actor that answers its code, or answers it at once.
@@ -84,7 +127,16 @@ fn route(
     out: &mut impl Responder,
 ) -> Result<(), RemotingCommand> {
     use RequestCode as C;
-    match cmd.request_code() {
+    let code = cmd.request_code();
+    // Everything that waits for an actor is admitted first, but for a route query, which is
+    // admitted only when the cache of this thread cannot answer it.
+    let cached_route = code == C::GET_ROUTEINFO_BY_TOPIC && to.product_env.is_none();
+    #[cfg(debug_assertions)]
+    let cached_route = cached_route || code == FAULT_INJECTION;
+    if !cached_route && code.name().is_some() {
+        out.admit(Class::of(code))?;
+    }
+    match code {
         // KV config: the KvStore.
         C::PUT_KV_CONFIG => out.answer_later(to.kv.send(put_kv_config(cmd)?)),
         C::GET_KV_CONFIG => out.answer_later(to.kv.send(get_kv_config(cmd)?)),
@@ -160,6 +212,10 @@ fn route_query(cmd: &RemotingCommand, to: &Services, out: &mut impl Responder) {
             out.answer(RemotingCommand::success().with_body(body));
             return;
         }
+    }
+    if let Err(busy) = out.admit(Class::Read) {
+        out.answer(busy);
+        return;
     }
     let fill = match (topic, zone, out.route_cache()) {
         (Some(topic), None, Some(cache)) => Some((cache.clone(), topic.to_owned())),

@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::logging::{Clipped, ClippedOpt};
 use actix::prelude::*;
 use bytes::Bytes;
 use rmq_protocol::body::{to_json, KvTable, ORDER_TOPIC_CONFIG_NAMESPACE};
@@ -257,7 +258,7 @@ impl Actor for KvStore {
         self.publish_order_conf();
         ctx.run_interval(self.print_interval, |act, ctx| {
             contain_unit(act, ctx, "table log", |act, _| {
-                info!(table = %String::from_utf8_lossy(&act.tables.to_json()), "KV config table");
+                info!(table = %Clipped(&String::from_utf8_lossy(&act.tables.to_json())), "KV config table");
             })
         });
     }
@@ -322,7 +323,7 @@ impl Handler<PutKvConfig> for KvStore {
                 let (Some(namespace), Some(key)) = (msg.namespace, msg.key) else {
                     return Box::pin(async { Err(KvReplyError::NamespaceOrKeyNull) });
                 };
-                info!(namespace, key, value = ?msg.value, "KV put");
+                info!(namespace = %Clipped(&namespace), key = %Clipped(&key), value = %ClippedOpt(msg.value.as_deref()), "KV put");
                 this.tables.put(&namespace, &key, msg.value);
                 this.changed(&namespace, ctx)
             },
@@ -342,7 +343,7 @@ impl Handler<DeleteKvConfig> for KvStore {
                 let (Some(namespace), Some(key)) = (msg.namespace, msg.key) else {
                     return Box::pin(async { Err(KvReplyError::NamespaceOrKeyNull) });
                 };
-                info!(namespace, key, "KV delete");
+                info!(namespace = %Clipped(&namespace), key = %Clipped(&key), "KV delete");
                 this.tables.delete(&namespace, &key);
                 // Java saves after every delete, even of a missing key.
                 this.changed(&namespace, ctx)

@@ -3,11 +3,11 @@
 //! descriptors, EMFILE/ENFILE, and the like) it pauses before trying again, doubling the pause up
 //! to a cap, and never gives up.
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::io;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
-use std::rc::Rc;
 use std::task::{Context as TaskContext, Poll};
 use std::time::Duration;
 
@@ -20,9 +20,11 @@ use rmq_transport::front_door::{FrontDoor, Refused};
 
 use crate::connection::Connection;
 use crate::dispatch::Services;
+use crate::limits::{Limit, Refused as LimitRefused};
 use crate::messages::{ConnectionClosed, StopAccepting, TlsConfigChanged};
 use crate::route::ConnId;
 use crate::settings::ServerSettings;
+use crate::worker::WorkerShare;
 
 /// The first pause after a failed accept.
 const ACCEPT_BACKOFF_START: Duration = Duration::from_millis(5);
@@ -109,6 +111,10 @@ pub struct Listener {
     next_worker: usize,
     next_id: u64,
     open: usize,
+    /// With `server.max_connections_per_source`: open connections by source address, and the
+    /// source of each.
+    per_source: HashMap<IpAddr, usize>,
+    sources: HashMap<ConnId, IpAddr>,
     front_door: FrontDoor,
     settings: ServerSettings,
     services: Services,
@@ -124,6 +130,8 @@ impl Listener {
             next_worker: 0,
             next_id: 0,
             open: 0,
+            per_source: HashMap::new(),
+            sources: HashMap::new(),
             front_door: setup.front_door,
             settings: setup.settings,
             services: setup.services,
@@ -132,12 +140,32 @@ impl Listener {
 
     fn accept(&mut self, stream: TcpStream, peer: SocketAddr, ctx: &mut Context<Self>) {
         if self.open >= self.max_connections {
-            warn!(peer = %peer, open = self.open, max = self.max_connections, "connection limit reached, refusing");
+            self.refuse(
+                Limit::Connections,
+                peer,
+                format!("{} connections open, refusing another", self.open),
+            );
             return;
+        }
+        let per_source_cap = self.settings.max_connections_per_source;
+        if per_source_cap > 0 {
+            let open = self.per_source.get(&peer.ip()).copied().unwrap_or(0);
+            if open >= per_source_cap {
+                self.refuse(
+                    Limit::ConnectionsPerSource,
+                    peer,
+                    format!("{open} connections open from this address, refusing another"),
+                );
+                return;
+            }
         }
         self.next_id += 1;
         self.open += 1;
         let id = ConnId(self.next_id);
+        if per_source_cap > 0 {
+            *self.per_source.entry(peer.ip()).or_default() += 1;
+            self.sources.insert(id, peer.ip());
+        }
         if let Err(err) = stream.set_nodelay(true) {
             debug!(peer = %peer, error = %err, "cannot set TCP_NODELAY");
         }
@@ -169,12 +197,34 @@ impl Listener {
                 });
                 if !spawned {
                     error!(peer = %peer, "worker arbiter is gone; connection dropped");
-                    self.open -= 1;
+                    self.closed(id);
                 }
             }
             Err(err) => {
                 warn!(peer = %peer, error = %err, "cannot move accepted socket to a worker");
-                self.open -= 1;
+                self.closed(id);
+            }
+        }
+    }
+
+    /// A connection refused at accept: dropped (closing it), counted and logged (rate-limited).
+    fn refuse(&self, limit: Limit, peer: SocketAddr, detail: String) {
+        self.services.limits.do_send(LimitRefused {
+            limit,
+            source: Some(peer.ip()),
+            detail,
+        });
+    }
+
+    /// Frees the slot of connection `id`.
+    fn closed(&mut self, id: ConnId) {
+        self.open = self.open.saturating_sub(1);
+        if let Some(ip) = self.sources.remove(&id) {
+            if let Some(open) = self.per_source.get_mut(&ip) {
+                *open = open.saturating_sub(1);
+                if *open == 0 {
+                    self.per_source.remove(&ip);
+                }
             }
         }
     }
@@ -208,11 +258,9 @@ impl Admission {
             self.id,
             admitted.client,
             admitted.tls,
-            admitted.read,
-            admitted.write,
-            Rc::new(self.services),
+            (admitted.read, admitted.write),
+            WorkerShare::of_this_thread(&self.services, &self.settings),
             self.listener,
-            Rc::new(self.settings),
         );
     }
 }
@@ -274,8 +322,8 @@ impl Handler<crate::contain::InjectPanic> for Listener {
 impl Handler<ConnectionClosed> for Listener {
     type Result = ();
 
-    fn handle(&mut self, _: ConnectionClosed, _: &mut Context<Self>) {
-        self.open = self.open.saturating_sub(1);
+    fn handle(&mut self, msg: ConnectionClosed, _: &mut Context<Self>) {
+        self.closed(msg.conn);
     }
 }
 

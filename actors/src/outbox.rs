@@ -17,6 +17,9 @@ pub const MAX_SLICES: usize = 64;
 /// slice for the kernel to walk.
 const COPY_BODY_BYTES: usize = 4096;
 
+/// The buffer headers and small bodies are copied into, taken with the first frame.
+const TAIL_BUFFER: usize = 16 * 1024;
+
 /// Frames waiting to be written: whole chunks first, then the buffer being filled.
 #[derive(Debug, Default)]
 pub struct Outbox {
@@ -28,16 +31,19 @@ pub struct Outbox {
 }
 
 impl Outbox {
-    pub fn new() -> Self {
-        Self {
-            chunks: VecDeque::with_capacity(16),
-            tail: BytesMut::with_capacity(16 * 1024),
-            queued: 0,
+    /// Gives its buffers back when nothing is queued: an idle connection holds none. The next
+    /// frame takes a new one.
+    pub fn release(&mut self) {
+        if self.queued == 0 {
+            *self = Outbox::default();
         }
     }
 
     /// Queues one frame.
     pub fn push(&mut self, cmd: &RemotingCommand) -> Result<(), FrameError> {
+        if self.tail.capacity() == 0 {
+            self.tail.reserve(TAIL_BUFFER);
+        }
         let body = cmd.body.as_ref();
         let body_len = body.map_or(0, Bytes::len);
         let before = self.tail.len();
@@ -130,7 +136,7 @@ mod tests {
                 .with_body(large.clone()),
             RemotingCommand::success().answering(4).with_body(small),
         ];
-        let mut outbox = Outbox::new();
+        let mut outbox = Outbox::default();
         let mut expected = BytesMut::new();
         for frame in &frames {
             outbox.push(frame).unwrap();

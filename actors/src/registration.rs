@@ -8,8 +8,9 @@
 //!    carries the summary remembered from it ([`TopicsPayload::Same`]).
 //! 2. **Off-loop decode.** A body that must be decoded is decoded on the connection's thread when
 //!    small, on the blocking pool at background priority when at least
-//!    [`OFFLOAD_BODY_BYTES`], so a large registration never stalls the connections of its
-//!    thread.
+//!    [`OFFLOAD_BODY_BYTES`] or compressed (after reserving what it may inflate to from the
+//!    server-wide inflation budget), so a large registration never stalls the connections of
+//!    its thread.
 //! 3. **Two rounds.** If the registry cannot take a summary without the table (the instance is
 //!    new or moved, the data version changed, topics were removed since), it changes nothing and
 //!    answers [`NeedTopics`]; the body is then decoded after all and sent again. At most two
@@ -18,20 +19,22 @@
 //!    answering; the last reference is here, and a large table is freed on the blocking pool.
 
 use std::hash::Hasher;
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use actix::prelude::*;
 use rmq_protocol::body::{RegisterBrokerBody, TopicConfigWrapper};
 use rmq_protocol::code::version;
-use rmq_protocol::custom_headers::RegisterBrokerHeader;
+use rmq_protocol::custom_headers::{ExtReader, RegisterBrokerHeader};
 use rmq_protocol::{ExtFields, RemotingCommand};
 use tracing::warn;
 
 use crate::dispatch::read_header;
+use crate::limits::{InflationLease, Limit, Limits, Refused, ReserveInflation};
 use crate::messages::{RegisterBroker, RegisterBrokerReply};
 use crate::registry::RouteRegistry;
-use crate::response::{system_error, IntoResponse};
+use crate::response::{overloaded, system_error, IntoResponse};
 use crate::route::{ConnId, NeedTopics, Registration, TopicSummary, TopicTable, TopicsPayload};
 
 /// Registration bodies of at least this size are decoded on the blocking pool.
@@ -81,20 +84,86 @@ impl IntoResponse for RegistrationError {
     }
 }
 
+/// Where a registration goes and what bounds it.
+pub struct Registrar {
+    pub routes: Addr<RouteRegistry>,
+    /// Inflation budget for compressed bodies, and the count of refusals.
+    pub limits: Addr<Limits>,
+    /// `server.max_inflated_body_bytes`.
+    pub max_inflated_body: usize,
+    /// The client, for the refusal count and log.
+    pub source: IpAddr,
+}
+
+/// The most a zlib stream inflates per compressed byte (deflate's limit is about 1032:1).
+const MAX_ZLIB_RATIO: usize = 1032;
+
+impl Registrar {
+    /// Reserves what a compressed body may inflate to from the server-wide budget; `Ok(None)`
+    /// for a plain body. Refused: SYSTEM_BUSY "[OVERLOAD]", counted.
+    async fn reserve(
+        &self,
+        cmd: &RemotingCommand,
+    ) -> Result<Option<InflationLease>, RegistrationError> {
+        let compressed = ExtReader::of(cmd)
+            .get("compressed")
+            .is_some_and(|v| v.eq_ignore_ascii_case("true"));
+        if !compressed || cmd.body_bytes().is_empty() {
+            return Ok(None);
+        }
+        let bytes = cmd
+            .body_bytes()
+            .len()
+            .saturating_mul(MAX_ZLIB_RATIO)
+            .min(self.max_inflated_body);
+        let reserve = ReserveInflation {
+            bytes,
+            release: self.limits.clone().recipient(),
+        };
+        match self.limits.send(reserve).await? {
+            Some(lease) => Ok(Some(lease)),
+            None => {
+                self.limits.do_send(Refused {
+                    limit: Limit::Inflating,
+                    source: Some(self.source),
+                    detail: format!(
+                        "compressed registration of {} bytes refused: inflation budget in use",
+                        cmd.body_bytes().len()
+                    ),
+                });
+                Err(RegistrationError::Refused(Box::new(overloaded(
+                    "inflation budget in use (server.max_inflating_bytes)",
+                ))))
+            }
+        }
+    }
+}
+
 /// Registers `cmd`, which arrived on connection `conn` after a registration whose body is
 /// remembered in `previous`. Answers the registry's reply and the memo to keep for the next one.
 pub async fn register(
-    routes: Addr<RouteRegistry>,
+    to: Registrar,
     cmd: RemotingCommand,
     conn: ConnId,
-    max_inflated_body: usize,
     previous: Option<BodyMemo>,
 ) -> Result<(RegisterBrokerReply, BodyMemo), RegistrationError> {
     let mut previous = previous;
+    let routes = to.routes.clone();
+    let max_inflated_body = to.max_inflated_body;
     // At most two rounds: the second has no memo to go by, so it always carries the table.
     for _ in 0..2 {
-        let (msg, memo) =
-            decode_off_loop(cmd.clone(), conn, max_inflated_body, previous.take()).await?;
+        let lease = to.reserve(&cmd).await?;
+        // A compressed body is small on the wire but costs its inflated size: always off-loop.
+        let offload = lease.is_some() || cmd.body_bytes().len() >= OFFLOAD_BODY_BYTES;
+        let (msg, memo) = decode_off_loop(
+            cmd.clone(),
+            conn,
+            max_inflated_body,
+            previous.take(),
+            offload,
+        )
+        .await?;
+        drop(lease);
         let table = match &msg.registration.topics {
             TopicsPayload::Full(table) => Some(Arc::clone(&table.wrapper)),
             TopicsPayload::Same(_) => None,
@@ -111,14 +180,15 @@ pub async fn register(
     Err(RegistrationError::TableRefused)
 }
 
-/// Decodes a registration, on the blocking pool when its body is large.
+/// Decodes a registration, on the blocking pool when `offload` (a large or compressed body).
 async fn decode_off_loop(
     cmd: RemotingCommand,
     conn: ConnId,
     max_inflated_body: usize,
     previous: Option<BodyMemo>,
+    offload: bool,
 ) -> Result<(RegisterBroker, BodyMemo), RegistrationError> {
-    if cmd.body_bytes().len() < OFFLOAD_BODY_BYTES {
+    if !offload {
         return decode_registration(&cmd, conn, max_inflated_body, previous.as_ref())
             .map_err(|response| RegistrationError::Refused(Box::new(response)));
     }
@@ -337,24 +407,25 @@ mod tests {
     async fn a_summary_the_registry_cannot_take_is_sent_again_with_its_table() {
         use crate::settings::RegistrySettings;
         let routes = RouteRegistry::new(RegistrySettings::default(), false, Vec::new()).start();
+        let limits = crate::limits::Limits::new(MAX_INFLATED).start();
+        let to = || Registrar {
+            routes: routes.clone(),
+            limits: limits.clone(),
+            max_inflated_body: MAX_INFLATED,
+            source: std::net::IpAddr::from([127, 0, 0, 1]),
+        };
         let json = to_json(&sample_body(), JsonStyle::Legacy);
         let request = register_request(json, 0, false);
-        let (_, memo) = register(
-            routes.clone(),
-            request.clone(),
-            ConnId(1),
-            MAX_INFLATED,
-            None,
-        )
-        .await
-        .unwrap();
+        let (_, memo) = register(to(), request.clone(), ConnId(1), None)
+            .await
+            .unwrap();
         // The registry lost the broker (a restart): the memo alone is not enough, so the body is
         // decoded after all and the broker is back.
         routes
             .send(crate::messages::ChannelClosed { conn: ConnId(1) })
             .await
             .unwrap();
-        let (reply, _) = register(routes.clone(), request, ConnId(1), MAX_INFLATED, Some(memo))
+        let (reply, _) = register(to(), request, ConnId(1), Some(memo))
             .await
             .unwrap();
         assert!(matches!(

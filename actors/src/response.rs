@@ -27,6 +27,15 @@ pub fn system_error(remark: impl Into<String>) -> RemotingCommand {
     RemotingCommand::response(ResponseCode::SYSTEM_ERROR, Some(remark.into()))
 }
 
+/// SYSTEM_BUSY with Java 5.x's "[OVERLOAD]" prefix: a request shed by a limit
+/// (docs/limits.md). Clients treat it as a failed attempt and retry later.
+pub fn overloaded(what: impl std::fmt::Display) -> RemotingCommand {
+    RemotingCommand::response(
+        ResponseCode::SYSTEM_BUSY,
+        Some(format!("[OVERLOAD]system busy, {what}, try again later")),
+    )
+}
+
 /// GO_AWAY, as Java's server answers while it drains.
 pub fn go_away() -> RemotingCommand {
     RemotingCommand::response(ResponseCode::GO_AWAY, Some("please go away".to_owned()))

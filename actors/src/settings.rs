@@ -57,17 +57,37 @@ pub struct ServerSettings {
     pub workers: usize,
     /// Open connections beyond this are refused.
     pub max_connections: usize,
+    /// Open connections from one source address beyond this are refused; 0 = no limit (the
+    /// default: brokers and clients behind one NAT or on one host are normal).
+    pub max_connections_per_source: usize,
     /// Largest frame accepted, in bytes, length field included (Java:
     /// `com.rocketmq.remoting.frameMaxLength`).
     pub max_frame_bytes: usize,
     /// Largest inflated size of a compressed registration body, in bytes.
     pub max_inflated_body_bytes: usize,
+    /// Bytes being inflated at once by the whole server (each compressed body reserves what it
+    /// may inflate to); a body that does not fit is answered SYSTEM_BUSY.
+    pub max_inflating_bytes: usize,
+    /// Bytes queued for peers by the whole server beyond a small allowance per connection; over
+    /// it, connections with answers queued stop being read until their peer takes them.
+    pub max_queued_bytes: usize,
+    /// Requests waiting for an actor, server-wide, beyond which reads are answered
+    /// SYSTEM_BUSY "[OVERLOAD]".
+    pub max_pending_reads: usize,
+    /// The same for registrations and admin requests (lower than reads: reads keep priority).
+    pub max_pending_writes: usize,
     /// Requests of one connection processed at once; reading pauses beyond it.
     pub max_in_flight: usize,
     /// Close a connection with no traffic for this long; "0s" never (Java:
     /// `serverChannelMaxIdleTimeSeconds`).
     #[serde(with = "humantime_serde")]
     pub idle_timeout: Duration,
+    /// Close a connection that began a frame and did not complete it within this; "0s" never.
+    #[serde(with = "humantime_serde")]
+    pub frame_timeout: Duration,
+    /// Close a connection whose queued answers its peer has not taken for this long; "0s" never.
+    #[serde(with = "humantime_serde")]
+    pub write_timeout: Duration,
     /// `MQVersion` ordinal put in every response (479 = V5_3_3).
     pub advertised_version: i32,
     /// Serialize type of response headers: "mirror", "json" or "rocketmq".
@@ -90,10 +110,17 @@ impl Default for ServerSettings {
             listen: SocketAddr::from(([0, 0, 0, 0], 9876)),
             workers: 0,
             max_connections: 65_536,
+            max_connections_per_source: 0,
             max_frame_bytes: DEFAULT_MAX_FRAME,
-            max_inflated_body_bytes: 64 * DEFAULT_MAX_FRAME,
+            max_inflated_body_bytes: DEFAULT_MAX_FRAME,
+            max_inflating_bytes: 4 * DEFAULT_MAX_FRAME,
+            max_queued_bytes: 256 << 20,
+            max_pending_reads: 8192,
+            max_pending_writes: 2048,
             max_in_flight: 1024,
             idle_timeout: Duration::from_secs(120),
+            frame_timeout: Duration::from_secs(30),
+            write_timeout: Duration::from_secs(30),
             advertised_version: version::V5_3_3,
             response_serialize: ResponseSerialize::Mirror,
             shutdown_grace: Duration::from_secs(5),
@@ -107,6 +134,16 @@ impl ServerSettings {
     /// The idle timeout, `None` for never.
     pub fn idle_timeout(&self) -> Option<Duration> {
         (!self.idle_timeout.is_zero()).then_some(self.idle_timeout)
+    }
+
+    /// The frame timeout, `None` for never.
+    pub fn frame_timeout(&self) -> Option<Duration> {
+        (!self.frame_timeout.is_zero()).then_some(self.frame_timeout)
+    }
+
+    /// The write timeout, `None` for never.
+    pub fn write_timeout(&self) -> Option<Duration> {
+        (!self.write_timeout.is_zero()).then_some(self.write_timeout)
     }
 
     /// Worker threads for connections: the configured number, or one per CPU.
@@ -130,6 +167,24 @@ impl ServerSettings {
                 "server.max_inflated_body_bytes",
                 "must be at least server.max_frame_bytes",
             ));
+        }
+        if self.max_inflating_bytes < self.max_inflated_body_bytes {
+            return Err(invalid(
+                "server.max_inflating_bytes",
+                "must be at least server.max_inflated_body_bytes",
+            ));
+        }
+        if self.max_queued_bytes < 1 << 20 {
+            return Err(invalid(
+                "server.max_queued_bytes",
+                "must be at least 1048576",
+            ));
+        }
+        if self.max_pending_reads == 0 {
+            return Err(invalid("server.max_pending_reads", "must be at least 1"));
+        }
+        if self.max_pending_writes == 0 {
+            return Err(invalid("server.max_pending_writes", "must be at least 1"));
         }
         if self.max_in_flight == 0 {
             return Err(invalid("server.max_in_flight", "must be at least 1"));

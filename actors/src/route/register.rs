@@ -7,6 +7,7 @@ use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::logging::Clipped;
 use rmq_protocol::body::{perm, DataVersion, TopicConfigWrapper};
 use tracing::{debug, info, warn};
 
@@ -400,7 +401,7 @@ impl RouteTables {
     /// different, so an unchanged registration leaves the encoded route in place.
     pub(super) fn upsert_queues(&mut self, topic: &str, name: &BrokerName, queues: Queues) {
         if !self.topics.contains_key(topic) {
-            info!(topic, broker = %name, "new topic registered");
+            info!(topic = %Clipped(topic), broker = %name, "new topic registered");
             self.topics
                 .insert(TopicName::new(topic), TopicEntry::default());
         }
@@ -422,7 +423,7 @@ impl RouteTables {
                 return true;
             }
             *removals += 1;
-            info!(topic = %topic, broker = %name, "topic omitted by its broker's registration, removed");
+            info!(topic = %Clipped(topic.as_str()), broker = %name, "topic omitted by its broker's registration, removed");
             Self::drop_encoded(topic.as_str(), entry, cached_bytes, changes);
             !entry.queues.is_empty()
         });

@@ -2,6 +2,7 @@
 //! the write-permission wipe and restore, DELETE_TOPIC_IN_NAMESRV
 //! (docs/route-rules.md#registering-a-topic, #write-permission, #deleting-a-topic).
 
+use crate::logging::Clipped;
 use rmq_protocol::body::{perm, QueueData};
 use tracing::{info, warn};
 
@@ -20,13 +21,13 @@ impl RouteTables {
                 .iter()
                 .all(|q| self.brokers.contains_key(q.broker_name.as_str()))
         {
-            warn!(topic, "register topic names an unknown broker, ignored");
+            warn!(topic = %Clipped(topic), "register topic names an unknown broker, ignored");
             return;
         }
         for q in queue_datas {
             // Java applies entries in order and stops at the first unknown broker.
             if !self.brokers.contains_key(q.broker_name.as_str()) {
-                warn!(topic, broker = %q.broker_name, "register topic names an unknown broker, stopped");
+                warn!(topic = %Clipped(topic), broker = %q.broker_name, "register topic names an unknown broker, stopped");
                 return;
             }
             let name = self.intern_broker_name(&BrokerName::new(&q.broker_name));
@@ -81,7 +82,7 @@ impl RouteTables {
                 self.cached_bytes = self.cached_bytes.saturating_sub(Self::encoded_len(entry));
                 self.changes.topic(topic);
                 self.queue_removals += 1;
-                info!(topic, "topic deleted");
+                info!(topic = %Clipped(topic), "topic deleted");
             }
             return removed.is_some();
         };
@@ -101,7 +102,7 @@ impl RouteTables {
         if entry.queues.is_empty() {
             self.topics.remove(topic);
         }
-        info!(topic, cluster, "topic deleted from cluster");
+        info!(topic = %Clipped(topic), cluster = %Clipped(cluster), "topic deleted from cluster");
         true
     }
 }
