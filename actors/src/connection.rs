@@ -435,6 +435,29 @@ const READ_BUFFER: usize = 8 * 1024;
 /// Room below which a buffer is grown before reading into it.
 const MIN_READ: usize = 1024;
 
+/// Frames whose header is at least this long are decoded off the connection's thread.
+const OFFLOAD_HEADER_BYTES: usize = 256 * 1024;
+
+/// The next frame, when it is complete, within the frame limit and its header at least
+/// [`OFFLOAD_HEADER_BYTES`]: taken out of `inbox` without its length field. Anything else is
+/// left to the codec (which also refuses what is malformed).
+fn take_large_header_frame(inbox: &mut BytesMut, max_frame: usize) -> Option<bytes::Bytes> {
+    let head: [u8; 8] = inbox.get(..8)?.try_into().ok()?;
+    let len = usize::try_from(i32::from_be_bytes([head[0], head[1], head[2], head[3]])).ok()?;
+    let header_len =
+        (u32::from_be_bytes([head[4], head[5], head[6], head[7]]) & 0x00FF_FFFF) as usize;
+    if header_len < OFFLOAD_HEADER_BYTES
+        || len < 4 + header_len
+        || 4 + len > max_frame
+        || inbox.len() < 4 + len
+    {
+        return None;
+    }
+    let mut frame = inbox.split_to(4 + len).freeze();
+    bytes::Buf::advance(&mut frame, 4);
+    Some(frame)
+}
+
 thread_local! {
     /// What idle connections read into: one buffer per thread instead of one per connection.
     static SCRATCH: RefCell<Box<[u8]>> = RefCell::new(vec![0; 64 * 1024].into_boxed_slice());
@@ -459,6 +482,24 @@ impl ActorFuture<Connection> for ReadFrames {
                 return Poll::Ready(());
             }
             if ctx.waiting() {
+                return Poll::Pending;
+            }
+            if let Some(frame) =
+                take_large_header_frame(&mut act.inbox, act.share.settings.max_frame_bytes)
+            {
+                // Decoding a header of megabytes takes milliseconds: off this thread, while
+                // this connection reads nothing more (its requests stay in order).
+                act.partial_since = None;
+                let decoding =
+                    crate::background::spawn(move || rmq_protocol::codec::decode_frame(frame));
+                ctx.wait(decoding.into_actor(act).map(|decoded, act, ctx| {
+                    let item = decoded.unwrap_or_else(|err| {
+                        Err(FrameError::Io(std::io::Error::other(format!(
+                            "header decoding failed: {err}"
+                        ))))
+                    });
+                    act.on_frame(item, ctx);
+                }));
                 return Poll::Pending;
             }
             match act.codec.decode(&mut act.inbox) {
