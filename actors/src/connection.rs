@@ -20,7 +20,7 @@ use tracing::{debug, error, info, info_span, warn, Span};
 
 use crate::dispatch::{dispatch, Class, Responder};
 use crate::limits::{Limit, Refused};
-use crate::messages::{CloseConnection, ConnectionClosed, ConnectionOpened, Drain, WentAway};
+use crate::messages::{CloseConnection, ConnectionClosed, ConnectionOpened, WentAway};
 use crate::outbox::{Outbox, MAX_SLICES};
 use crate::registration::{self, BodyMemo, RegistrationError};
 use crate::response::{go_away, overloaded, system_error, IntoResponse};
@@ -41,9 +41,10 @@ struct ReplyTo {
 /// One connection. See the module docs.
 ///
 /// Memory: an idle connection holds no buffer. Bytes are read into the thread's scratch buffer
-/// while the connection has none, and a buffer is taken only for what arrived; the read and
-/// write buffers of a connection that stays quiet for a tick are given back
-/// (docs/limits.md#memory).
+/// and copied into a buffer of exactly their size, which the frames decoded from them own; a
+/// frame that spans reads grows a buffer of its own, given back once it is decoded and nothing
+/// more is there to read; the write buffer is given back once everything is written
+/// (docs/limits.md#memory-per-connection).
 pub struct Connection {
     id: ConnId,
     /// The client: the address of its PROXY header, or the socket's peer.
@@ -53,8 +54,6 @@ pub struct Connection {
     share: Rc<WorkerShare>,
     /// This thread's route cache of the server (absent only off the worker threads).
     route_cache: Option<WorkerCache>,
-    /// Told when the connection stops, to free its slot.
-    listener: Recipient<ConnectionClosed>,
     read: BoxedRead,
     codec: RemotingCodec,
     /// Bytes read and not yet decoded: the start of a frame, or nothing.
@@ -69,8 +68,9 @@ pub struct Connection {
     charged: usize,
     /// Bytes written so far.
     written: u64,
-    /// The last registration body decoded on this connection (a broker's own connection).
-    last_body: Option<BodyMemo>,
+    /// The last registration body decoded on this connection (a broker's own connection);
+    /// boxed, as most connections are clients' and never have one.
+    last_body: Option<Box<BodyMemo>>,
     /// A `Flush` is running.
     flushing: bool,
     in_flight: usize,
@@ -96,7 +96,6 @@ impl Connection {
         tls: bool,
         (read, write): (BoxedRead, BoxedWrite),
         share: Rc<WorkerShare>,
-        listener: Recipient<ConnectionClosed>,
     ) -> Addr<Self> {
         Connection::create(move |ctx| {
             ctx.spawn(ReadFrames);
@@ -107,7 +106,6 @@ impl Connection {
                 route_cache: WorkerCache::of_this_thread(share.services.route_cache),
                 codec: RemotingCodec::new(share.settings.max_frame_bytes),
                 share,
-                listener,
                 read,
                 inbox: BytesMut::new(),
                 partial_since: None,
@@ -218,7 +216,7 @@ impl Connection {
             },
             cmd,
             self.id,
-            self.last_body.clone(),
+            self.last_body.as_deref().cloned(),
         );
         self.in_flight += 1;
         self.share.bounds.pending_started();
@@ -228,7 +226,7 @@ impl Connection {
                 act.share.bounds.pending_done();
                 let response = match result {
                     Ok((reply, memo)) => {
-                        act.last_body = Some(memo);
+                        act.last_body = Some(Box::new(memo));
                         reply.into_response()
                     }
                     Err(err) => {
@@ -385,10 +383,9 @@ impl Connection {
             match Pin::new(&mut self.read).poll_read(task, &mut buf) {
                 Poll::Ready(Ok(())) => {
                     let filled = buf.filled();
-                    if !filled.is_empty() {
-                        self.inbox.reserve(filled.len().max(READ_BUFFER));
-                        self.inbox.extend_from_slice(filled);
-                    }
+                    // Exactly what arrived: the frames decoded from it own it, and it is freed
+                    // with them.
+                    self.inbox.extend_from_slice(filled);
                     Poll::Ready(Ok(filled.len()))
                 }
                 Poll::Ready(Err(err)) => Poll::Ready(Err(err)),
@@ -519,7 +516,15 @@ impl ActorFuture<Connection> for ReadFrames {
                 }
             }
             match act.poll_fill(task) {
-                Poll::Pending => return Poll::Pending,
+                Poll::Pending => {
+                    // Nothing more for now: a buffer with no frame in it goes back.
+                    // (Even one of no capacity: it may still share the allocation of the frames
+                    // split from it.)
+                    if act.inbox.is_empty() {
+                        act.inbox = BytesMut::new();
+                    }
+                    return Poll::Pending;
+                }
                 Poll::Ready(Ok(0)) => {
                     act.read_ended(ctx);
                     return Poll::Ready(());
@@ -580,7 +585,6 @@ impl Actor for Connection {
             peer: self.peer,
             tls: self.tls,
             close: ctx.address().recipient(),
-            drain: ctx.address().recipient(),
         });
         let settings = &self.share.settings;
         let period = [
@@ -619,7 +623,9 @@ impl Connection {
             .services
             .closed
             .do_send(ConnectionClosed { conn: self.id });
-        self.listener.do_send(ConnectionClosed { conn: self.id });
+        self.share
+            .listener
+            .do_send(ConnectionClosed { conn: self.id });
     }
 }
 
@@ -701,6 +707,8 @@ impl ActorFuture<Connection> for Flush {
             }
         }
         act.flushing = false;
+        // Everything written: the write buffer goes back until the next answer.
+        act.outbox.release();
         Poll::Ready(())
     }
 }
@@ -754,20 +762,19 @@ impl Connection {
 /// Clients of versions above this (Java: `MQVersion.Version.V5_3_1`) understand GO_AWAY.
 const GO_AWAY_AFTER_VERSION: i32 = 475;
 
-impl Handler<Drain> for Connection {
-    type Result = ();
-
-    fn handle(&mut self, _: Drain, _: &mut Context<Self>) {
-        debug!(parent: &self.span, "draining");
-        self.going_away = true;
-    }
-}
-
 impl Handler<CloseConnection> for Connection {
     type Result = ();
 
     fn handle(&mut self, msg: CloseConnection, ctx: &mut Context<Self>) {
-        info!(parent: &self.span, reason = msg.reason, "closing connection");
+        let reason = match msg {
+            CloseConnection::Drain => {
+                debug!(parent: &self.span, "draining");
+                self.going_away = true;
+                return;
+            }
+            CloseConnection::Close { reason } => reason,
+        };
+        info!(parent: &self.span, reason, "closing connection");
         // Write what is queued first (a peer that does not read gets a second), then stop.
         ctx.wait(Flush::new().map(|(), _, ctx: &mut Context<Self>| ctx.stop()));
         ctx.run_later(Duration::from_secs(1), |_, ctx| ctx.stop());

@@ -11,7 +11,7 @@ use tracing::{debug, info, warn};
 
 use crate::contain::{contain, contain_unit, Contained, Recover};
 use crate::messages::{
-    ChannelClosed, CloseAll, CloseConnection, ConnectionClosed, ConnectionOpened, Drain, DrainAll,
+    ChannelClosed, CloseAll, CloseConnection, ConnectionClosed, ConnectionOpened, DrainAll,
     GoAwayCount, ListConnections, OpenConnection, OpenConnections, RunScan, ScanInactive, WentAway,
 };
 use crate::route::{ConnId, ExpiredBroker};
@@ -20,7 +20,6 @@ use crate::route::{ConnId, ExpiredBroker};
 struct Open {
     info: OpenConnection,
     close: Recipient<CloseConnection>,
-    drain: Recipient<Drain>,
 }
 
 /// The housekeeping actor.
@@ -88,7 +87,7 @@ impl Housekeeping {
     fn close_expired(&mut self, expired: &[ExpiredBroker]) {
         for broker in expired {
             if let Some(open) = self.connections.get(&broker.conn) {
-                open.close.do_send(CloseConnection {
+                open.close.do_send(CloseConnection::Close {
                     reason: "broker heartbeat expired",
                 });
             }
@@ -157,7 +156,6 @@ impl Handler<ConnectionOpened> for Housekeeping {
                 Open {
                     info,
                     close: msg.close,
-                    drain: msg.drain,
                 },
             );
         })
@@ -170,7 +168,7 @@ impl Handler<DrainAll> for Housekeeping {
     fn handle(&mut self, _: DrainAll, ctx: &mut Context<Self>) -> Self::Result {
         contain(self, ctx, "DrainAll", |this, _| {
             for open in this.connections.values() {
-                open.drain.do_send(Drain);
+                open.close.do_send(CloseConnection::Drain);
             }
             this.connections.len()
         })
@@ -259,7 +257,7 @@ impl Handler<CloseAll> for Housekeeping {
                 let open = this.connections.len();
                 debug!(open, "closing all connections");
                 for open in this.connections.values() {
-                    open.close.do_send(CloseConnection {
+                    open.close.do_send(CloseConnection::Close {
                         reason: "server stopping",
                     });
                 }

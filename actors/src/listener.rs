@@ -259,8 +259,7 @@ impl Admission {
             admitted.client,
             admitted.tls,
             (admitted.read, admitted.write),
-            WorkerShare::of_this_thread(&self.services, &self.settings),
-            self.listener,
+            WorkerShare::of_this_thread(&self.services, &self.settings, &self.listener),
         );
     }
 }

@@ -220,16 +220,9 @@ pub struct ConnectionOpened {
     /// The client: the address of its PROXY header, or the socket's peer.
     pub peer: SocketAddr,
     pub tls: bool,
-    /// Where to ask the connection to close.
+    /// Where to ask the connection to close or drain.
     pub close: Recipient<CloseConnection>,
-    /// Where to ask the connection to drain.
-    pub drain: Recipient<Drain>,
 }
-
-/// Start draining: answer GO_AWAY to 5.x clients from now on (to a Connection).
-#[derive(Debug, Clone, Copy, Message)]
-#[rtype(result = "()")]
-pub struct Drain;
 
 /// Drain every connection open now; connections opened later are served as usual (to
 /// Housekeeping). Answers how many connections were told.
@@ -268,11 +261,15 @@ pub struct ConnectionClosed {
     pub conn: ConnId,
 }
 
-/// Asks a connection to flush what it has written and close.
+/// Asks a connection to flush what it has written and close, or to drain (one message type,
+/// so that Housekeeping holds one recipient per connection).
 #[derive(Debug, Message)]
 #[rtype(result = "()")]
-pub struct CloseConnection {
-    pub reason: &'static str,
+pub enum CloseConnection {
+    /// Flush, then close.
+    Close { reason: &'static str },
+    /// Start draining: answer GO_AWAY to 5.x clients from now on.
+    Drain,
 }
 
 /// Closes every connection; answers once all have stopped or `deadline` has passed, with the

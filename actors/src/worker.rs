@@ -17,7 +17,10 @@ use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::rc::{Rc, Weak};
 
+use actix::Recipient;
+
 use crate::dispatch::{Class, Services};
+use crate::messages::ConnectionClosed;
 use crate::route_cache::CacheId;
 use crate::settings::ServerSettings;
 
@@ -28,6 +31,8 @@ pub const FAIR_PENDING: usize = 4;
 pub struct WorkerShare {
     pub services: Services,
     pub settings: ServerSettings,
+    /// Told when a connection stops, to free its slot.
+    pub listener: Recipient<ConnectionClosed>,
     pub bounds: Bounds,
 }
 
@@ -48,20 +53,32 @@ thread_local! {
 impl WorkerShare {
     /// This thread's share for the server whose services these are; made by its first
     /// connection here, dropped with its last.
-    pub fn of_this_thread(services: &Services, settings: &ServerSettings) -> Rc<WorkerShare> {
+    pub fn of_this_thread(
+        services: &Services,
+        settings: &ServerSettings,
+        listener: &Recipient<ConnectionClosed>,
+    ) -> Rc<WorkerShare> {
         SHARES.with(|shares| {
             let mut shares = shares.borrow_mut();
             if let Some(share) = shares.get(&services.route_cache).and_then(Weak::upgrade) {
                 return share;
             }
             shares.retain(|_, share| share.strong_count() > 0);
-            let share = Rc::new(WorkerShare::new(services.clone(), settings.clone()));
+            let share = Rc::new(WorkerShare::new(
+                services.clone(),
+                settings.clone(),
+                listener.clone(),
+            ));
             shares.insert(services.route_cache, Rc::downgrade(&share));
             share
         })
     }
 
-    pub fn new(services: Services, settings: ServerSettings) -> Self {
+    pub fn new(
+        services: Services,
+        settings: ServerSettings,
+        listener: Recipient<ConnectionClosed>,
+    ) -> Self {
         let workers = settings.worker_count().max(1);
         let per_worker = |bound: usize| (bound / workers).max(1);
         WorkerShare {
@@ -72,6 +89,7 @@ impl WorkerShare {
             ),
             services,
             settings,
+            listener,
         }
     }
 }
