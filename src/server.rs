@@ -138,7 +138,7 @@ impl NameServer {
             )
         });
 
-        let limits = Limits::new(config.server.max_inflating_bytes).start();
+        let limits = Limits::new(config.server.max_decoding_bytes).start();
 
         let kv_routes = routes.clone();
         let print_interval = config.kv.print_interval;

@@ -68,6 +68,9 @@ pub struct Connection {
     charged: usize,
     /// Bytes written so far.
     written: u64,
+    /// Since when nothing has been written while answers wait (`written` then): the write
+    /// timeout counts from it.
+    stall: Option<(u64, Instant)>,
     /// The last registration body decoded on this connection (a broker's own connection);
     /// boxed, as most connections are clients' and never have one.
     last_body: Option<Box<BodyMemo>>,
@@ -114,6 +117,7 @@ impl Connection {
                 outbox: Outbox::default(),
                 charged: 0,
                 written: 0,
+                stall: None,
                 last_body: None,
                 flushing: false,
                 in_flight: 0,
@@ -294,23 +298,44 @@ impl Connection {
             .response_serialize
             .for_request(reply_to.serialize_type);
         self.activity = self.activity.wrapping_add(1);
+        if let Some(remark) = &mut response.remark {
+            clip_remark(remark);
+        }
         if let Err(err) = self.outbox.push(&response) {
-            warn!(parent: &self.span, error = %err, "cannot encode a response, closing");
-            ctx.stop();
-            return;
+            // An answer too large for a frame (a header past 16 MiB): say so instead.
+            warn!(parent: &self.span, error = %err, "cannot encode a response; answering the error");
+            let mut error = system_error(format!("the answer cannot be encoded: {err}"));
+            error.opaque = response.opaque;
+            error.flag = response.flag;
+            error.version = response.version;
+            error.serialize_type = response.serialize_type;
+            if self.outbox.push(&error).is_err() {
+                ctx.stop();
+                return;
+            }
         }
         self.charge();
         let queued = self.outbox.queued();
-        if queued > OUTBOX_HIGH_WATER
-            || (queued > OUTBOX_ALLOWANCE && self.share.bounds.over_queued_budget())
-        {
-            if queued <= OUTBOX_HIGH_WATER {
-                self.refused(
-                    Limit::QueuedBytes,
-                    format!("{queued} bytes queued for a peer while the outbound budget is used up; not reading it until it takes them"),
-                );
-            }
-            // The peer does not read: stop everything else until it has taken what is queued.
+        let over_budget = queued > OUTBOX_ALLOWANCE && self.share.bounds.over_queued_budget();
+        if queued > OUTBOX_MAX || over_budget {
+            // A peer this far behind (or behind while the server's outbound budget is used up)
+            // is not reading: close it and release what it holds.
+            self.refused(
+                Limit::QueuedBytes,
+                format!(
+                    "{queued} bytes queued for a peer that does not take them{}; closing",
+                    if over_budget {
+                        " while the outbound budget is used up"
+                    } else {
+                        ""
+                    }
+                ),
+            );
+            let _ = self.abandon(ctx);
+            return;
+        }
+        if queued > OUTBOX_HIGH_WATER {
+            // The peer reads slowly: stop everything else until it has taken what is queued.
             ctx.wait(Flush::new());
         } else if !self.flushing {
             self.flushing = true;
@@ -650,12 +675,32 @@ const OUTBOX_HIGH_WATER: usize = 4 * 1024 * 1024;
 /// Bytes a connection may queue without charging the outbound budget (`server.max_queued_bytes`).
 pub const OUTBOX_ALLOWANCE: usize = 256 * 1024;
 
+/// Bytes queued for one peer beyond which it is closed: it stopped reading long ago (reading
+/// stops at [`OUTBOX_HIGH_WATER`]; only answers already being computed arrive after that).
+const OUTBOX_MAX: usize = 4 * OUTBOX_HIGH_WATER;
+
+/// Longest remark sent: error texts that quote input are clipped to this, with their length.
+const MAX_REMARK_BYTES: usize = 16 * 1024;
+
+fn clip_remark(remark: &mut String) {
+    if remark.len() <= MAX_REMARK_BYTES {
+        return;
+    }
+    let len = remark.len();
+    let mut end = MAX_REMARK_BYTES;
+    while !remark.is_char_boundary(end) {
+        end -= 1;
+    }
+    remark.truncate(end);
+    remark.push_str(&format!("... ({len} bytes)"));
+}
+
 /// Writes the outbox with vectored writes until it is empty, as an actor future: it runs inside
 /// the connection actor, with direct access to its socket and outbox. A peer that takes nothing
 /// for `server.write_timeout` is closed, its queued bytes dropped.
 struct Flush {
-    /// Armed while the socket is full: fires when no byte has left for the write timeout.
-    stall: Option<(u64, Pin<Box<Sleep>>)>,
+    /// Armed while the socket is full: fires at the connection's stall deadline.
+    stall: Option<(Instant, Pin<Box<Sleep>>)>,
 }
 
 impl Flush {
@@ -724,25 +769,36 @@ impl Flush {
         let Some(timeout) = act.share.settings.write_timeout() else {
             return Poll::Pending;
         };
-        match &mut self.stall {
-            Some((seen, sleep)) if *seen == act.written => {
-                if sleep.as_mut().poll(task).is_ready() {
-                    act.refused(
-                        Limit::WriteTimeout,
-                        format!(
-                            "peer took none of its {} queued bytes for {timeout:?}; closing",
-                            act.outbox.queued()
-                        ),
-                    );
-                    return act.abandon(ctx);
-                }
-            }
+        // The deadline belongs to the connection: every Flush (one per answer queued while the
+        // socket is full) waits for the same one, and only bytes leaving move it.
+        let deadline = match act.stall {
+            Some((written, since)) if written == act.written => since + timeout,
             _ => {
-                let mut sleep = Box::pin(tokio::time::sleep(timeout));
-                // Registers the timer with this task.
-                let _ = sleep.as_mut().poll(task);
-                self.stall = Some((act.written, sleep));
+                let now = Instant::now();
+                act.stall = Some((act.written, now));
+                now + timeout
             }
+        };
+        if Instant::now() >= deadline {
+            act.refused(
+                Limit::WriteTimeout,
+                format!(
+                    "peer took none of its {} queued bytes for {timeout:?}; closing",
+                    act.outbox.queued()
+                ),
+            );
+            return act.abandon(ctx);
+        }
+        let sleep = match &mut self.stall {
+            Some((at, sleep)) if *at == deadline => sleep,
+            _ => {
+                let sleep = Box::pin(tokio::time::sleep_until(deadline.into()));
+                &mut self.stall.insert((deadline, sleep)).1
+            }
+        };
+        // Registers the timer with this task.
+        if sleep.as_mut().poll(task).is_ready() {
+            task.waker().wake_by_ref();
         }
         Poll::Pending
     }

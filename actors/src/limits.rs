@@ -22,8 +22,8 @@ pub enum Limit {
     FrameTimeout,
     /// `server.write_timeout`: a connection closed that did not read its answers.
     WriteTimeout,
-    /// `server.max_inflating_bytes`: a compressed body refused for lack of inflation budget.
-    Inflating,
+    /// `server.max_decoding_bytes`: a registration body refused for lack of decoding budget.
+    Decoding,
     /// `server.max_queued_bytes`: a connection paused because its thread's share of the
     /// outbound budget was used up.
     QueuedBytes,
@@ -43,7 +43,7 @@ impl Limit {
         Limit::ConnectionsPerSource,
         Limit::FrameTimeout,
         Limit::WriteTimeout,
-        Limit::Inflating,
+        Limit::Decoding,
         Limit::QueuedBytes,
         Limit::OverloadReads,
         Limit::OverloadWrites,
@@ -57,7 +57,7 @@ impl Limit {
             Limit::ConnectionsPerSource => "max_connections_per_source",
             Limit::FrameTimeout => "frame_timeout",
             Limit::WriteTimeout => "write_timeout",
-            Limit::Inflating => "max_inflating_bytes",
+            Limit::Decoding => "max_decoding_bytes",
             Limit::QueuedBytes => "max_queued_bytes",
             Limit::OverloadReads => "max_pending_reads",
             Limit::OverloadWrites => "max_pending_writes",

@@ -18,7 +18,7 @@ pub const MAX_SLICES: usize = 64;
 const COPY_BODY_BYTES: usize = 4096;
 
 /// The buffer headers and small bodies are copied into, taken with the first frame.
-const TAIL_BUFFER: usize = 4 * 1024;
+const TAIL_BUFFER: usize = 1024;
 
 /// Frames waiting to be written: whole chunks first, then the buffer being filled.
 #[derive(Debug, Default)]

@@ -99,8 +99,10 @@ pub struct Registrar {
 const MAX_ZLIB_RATIO: usize = 1032;
 
 impl Registrar {
-    /// Reserves what a compressed body may inflate to from the server-wide budget; `Ok(None)`
-    /// for a plain body. Refused: SYSTEM_BUSY "[OVERLOAD]", counted.
+    /// Reserves, from the server-wide budget of bodies being decoded, what a body decoded off
+    /// the connection thread may cost: a compressed body what it may inflate to, a large plain
+    /// one its length; `Ok(None)` for a small plain body. Refused: SYSTEM_BUSY "[OVERLOAD]",
+    /// counted.
     async fn reserve(
         &self,
         cmd: &RemotingCommand,
@@ -108,14 +110,15 @@ impl Registrar {
         let compressed = ExtReader::of(cmd)
             .get("compressed")
             .is_some_and(|v| v.eq_ignore_ascii_case("true"));
-        if !compressed || cmd.body_bytes().is_empty() {
+        let len = cmd.body_bytes().len();
+        let bytes = if compressed && len > 0 {
+            len.saturating_mul(MAX_ZLIB_RATIO)
+                .min(self.max_inflated_body)
+        } else if len >= OFFLOAD_BODY_BYTES {
+            len
+        } else {
             return Ok(None);
-        }
-        let bytes = cmd
-            .body_bytes()
-            .len()
-            .saturating_mul(MAX_ZLIB_RATIO)
-            .min(self.max_inflated_body);
+        };
         let reserve = ReserveInflation {
             bytes,
             release: self.limits.clone().recipient(),
@@ -124,7 +127,7 @@ impl Registrar {
             Some(lease) => Ok(Some(lease)),
             None => {
                 self.limits.do_send(Refused {
-                    limit: Limit::Inflating,
+                    limit: Limit::Decoding,
                     source: Some(self.source),
                     detail: format!(
                         "compressed registration of {} bytes refused: inflation budget in use",
@@ -132,7 +135,7 @@ impl Registrar {
                     ),
                 });
                 Err(RegistrationError::Refused(Box::new(overloaded(
-                    "inflation budget in use (server.max_inflating_bytes)",
+                    "registration bodies being decoded use the budget (server.max_decoding_bytes)",
                 ))))
             }
         }
@@ -153,8 +156,9 @@ pub async fn register(
     // At most two rounds: the second has no memo to go by, so it always carries the table.
     for _ in 0..2 {
         let lease = to.reserve(&cmd).await?;
-        // A compressed body is small on the wire but costs its inflated size: always off-loop.
-        let offload = lease.is_some() || cmd.body_bytes().len() >= OFFLOAD_BODY_BYTES;
+        // A body with a lease is large or compressed (small on the wire, large inflated):
+        // decoded off-loop.
+        let offload = lease.is_some();
         let (msg, memo) = decode_off_loop(
             cmd.clone(),
             conn,

@@ -65,9 +65,10 @@ pub struct ServerSettings {
     pub max_frame_bytes: usize,
     /// Largest inflated size of a compressed registration body, in bytes.
     pub max_inflated_body_bytes: usize,
-    /// Bytes being inflated at once by the whole server (each compressed body reserves what it
-    /// may inflate to); a body that does not fit is answered SYSTEM_BUSY.
-    pub max_inflating_bytes: usize,
+    /// Registration bodies being decoded at once by the whole server, in bytes (a compressed
+    /// body counts what it may inflate to, a plain one of 64 KiB or more its length); a body
+    /// that does not fit is answered SYSTEM_BUSY "[OVERLOAD]".
+    pub max_decoding_bytes: usize,
     /// Bytes queued for peers by the whole server beyond a small allowance per connection; over
     /// it, connections with answers queued stop being read until their peer takes them.
     pub max_queued_bytes: usize,
@@ -113,7 +114,7 @@ impl Default for ServerSettings {
             max_connections_per_source: 0,
             max_frame_bytes: DEFAULT_MAX_FRAME,
             max_inflated_body_bytes: DEFAULT_MAX_FRAME,
-            max_inflating_bytes: 4 * DEFAULT_MAX_FRAME,
+            max_decoding_bytes: 2 * DEFAULT_MAX_FRAME,
             max_queued_bytes: 256 << 20,
             max_pending_reads: 8192,
             max_pending_writes: 2048,
@@ -168,9 +169,9 @@ impl ServerSettings {
                 "must be at least server.max_frame_bytes",
             ));
         }
-        if self.max_inflating_bytes < self.max_inflated_body_bytes {
+        if self.max_decoding_bytes < self.max_inflated_body_bytes {
             return Err(invalid(
-                "server.max_inflating_bytes",
+                "server.max_decoding_bytes",
                 "must be at least server.max_inflated_body_bytes",
             ));
         }

@@ -152,7 +152,9 @@ impl TopicConfig {
     /// Parses the text form; fewer than five tokens or a bad number is an error, an unparsable
     /// attributes token is ignored (as Java does).
     pub fn decode_text(text: &str) -> Result<Self, BodyError> {
-        let tokens: Vec<&str> = text.split(' ').collect();
+        // Java reads the first six space-separated fields and ignores the rest: split no
+        // further than that (the text may be megabytes of separators).
+        let tokens: Vec<&str> = text.splitn(7, ' ').collect();
         // Java's String.split drops trailing empty strings.
         let used = tokens
             .iter()
@@ -161,18 +163,24 @@ impl TopicConfig {
         let tokens = &tokens[..used];
         if tokens.len() < 5 {
             return Err(BodyError::Compressed(format!(
-                "topic config {text:?} has fewer than 5 fields"
+                "topic config {} has fewer than 5 fields",
+                clip(text)
             )));
         }
         let number = |i: usize| -> Result<i32, BodyError> {
             tokens[i].parse().map_err(|_| {
-                BodyError::Compressed(format!("topic config {text:?}: bad number {:?}", tokens[i]))
+                BodyError::Compressed(format!(
+                    "topic config {}: bad number {}",
+                    clip(text),
+                    clip(tokens[i])
+                ))
             })
         };
         let filter = tokens[4];
         if filter != "SINGLE_TAG" && filter != "MULTI_TAG" {
             return Err(BodyError::Compressed(format!(
-                "topic config {text:?}: bad filter type"
+                "topic config {}: bad filter type",
+                clip(text)
             )));
         }
         Ok(Self {
@@ -303,8 +311,7 @@ impl RegisterBrokerBody {
         for _ in 0..topic_count {
             let text = std::str::from_utf8(stream.chunk()?)
                 .map_err(|_| BodyError::Compressed("topic config is not UTF-8".into()))?;
-            let config = TopicConfig::decode_text(text)
-                .map_err(|e| BodyError::Compressed(format!("bad topic config: {e}")))?;
+            let config = TopicConfig::decode_text(text)?;
             topic_config_table.insert(config.topic_name.clone(), config);
         }
         // Java logs and ignores a bad filter-server list.
@@ -366,6 +373,19 @@ impl RegisterBrokerBody {
 
 fn len_i32(len: usize) -> i32 {
     i32::try_from(len).unwrap_or(i32::MAX)
+}
+
+/// Input quoted in an error: at most 64 bytes of it, then its length.
+fn clip(text: &str) -> String {
+    const SHOWN: usize = 64;
+    if text.len() <= SHOWN {
+        return format!("{text:?}");
+    }
+    let mut end = SHOWN;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{:?}... ({} bytes)", &text[..end], text.len())
 }
 
 /// A chunk of the compressed form read as JSON; its errors are errors of the compressed body.
@@ -545,6 +565,17 @@ pub struct GetBrokerMemberGroupResponseBody {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_topic_config_of_megabytes_is_split_no_further_than_used_and_quoted_clipped() {
+        let spaces = " ".repeat(4 << 20);
+        let err = TopicConfig::decode_text(&spaces).unwrap_err().to_string();
+        assert!(err.len() < 200, "{err}");
+        let long = format!("t 1 1 6 SINGLE_TAG {{}} {}", "x ".repeat(1 << 20));
+        assert_eq!(TopicConfig::decode_text(&long).unwrap().topic_name, "t");
+        let bad = format!("{} 1 1 6 BAD", "y".repeat(1 << 20));
+        assert!(TopicConfig::decode_text(&bad).unwrap_err().to_string().len() < 200);
+    }
     use crate::fastjson::JsonStyle;
 
     fn route_fixture() -> TopicRouteData {

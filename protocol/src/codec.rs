@@ -25,6 +25,8 @@ pub const RETAINED_READ_BUFFER: usize = 64 * 1024;
 pub enum FrameError {
     #[error("frame of {len} bytes exceeds limit {max}")]
     TooLarge { len: usize, max: usize },
+    #[error("header of {len} bytes exceeds the 16777215 a frame can carry")]
+    HeaderTooLarge { len: usize },
     #[error("frame length {0} is negative or shorter than the header-length word")]
     BadLength(i32),
     #[error("header length {header} exceeds the {available} bytes after the header-length word")]
@@ -148,7 +150,7 @@ pub fn encode_head(
     let word = u32::try_from(header_len)
         .ok()
         .filter(|l| *l <= 0x00FF_FFFF)
-        .ok_or_else(|| too_large(header_len))?;
+        .ok_or(FrameError::HeaderTooLarge { len: header_len })?;
     let total = 4 + header_len + body_len;
     let length = i32::try_from(total).map_err(|_| too_large(total + 4))?;
     dst[start..start + 4].copy_from_slice(&length.to_be_bytes());
