@@ -68,6 +68,8 @@ pub struct Connection {
     charged: usize,
     /// Bytes written so far.
     written: u64,
+    /// The reading, when it paused (see [`Connection::read_paused`]).
+    read_waker: Option<std::task::Waker>,
     /// Since when nothing has been written while answers wait (`written` then): the write
     /// timeout counts from it.
     stall: Option<(u64, Instant)>,
@@ -117,6 +119,7 @@ impl Connection {
                 outbox: Outbox::default(),
                 charged: 0,
                 written: 0,
+                read_waker: None,
                 stall: None,
                 last_body: None,
                 flushing: false,
@@ -227,6 +230,7 @@ impl Connection {
         let fut = registered.into_actor(self).map(
             move |result: Result<_, RegistrationError>, act, ctx| {
                 act.in_flight -= 1;
+                act.maybe_resume();
                 act.share.bounds.pending_done();
                 let response = match result {
                     Ok((reply, memo)) => {
@@ -256,6 +260,7 @@ impl Connection {
         self.share.bounds.pending_started();
         let fut = reply.into_actor(self).map(move |result, act, ctx| {
             act.in_flight -= 1;
+            act.maybe_resume();
             act.share.bounds.pending_done();
             let response = match result {
                 Ok(reply) => reply.into_response(),
@@ -270,17 +275,30 @@ impl Connection {
         self.spawn_or_wait(fut, ctx);
     }
 
-    /// Runs a request's future; beyond `max_in_flight` outstanding ones, reading pauses until it
-    /// is done.
+    /// Runs a request's future. Beyond `max_in_flight` outstanding ones, reading pauses (see
+    /// [`Connection::read_paused`]); the others keep running, so their answers reach the outbox,
+    /// where its bounds apply, instead of waiting in reply channels.
     fn spawn_or_wait(
         &mut self,
         fut: impl ActorFuture<Self, Output = ()> + 'static,
         ctx: &mut Context<Self>,
     ) {
-        if self.in_flight >= self.share.settings.max_in_flight {
-            ctx.wait(fut);
-        } else {
-            ctx.spawn(fut);
+        ctx.spawn(fut);
+    }
+
+    /// Whether the connection reads no more for now: too many requests in flight, or too many
+    /// bytes queued for a peer that reads slowly.
+    fn read_paused(&self) -> bool {
+        self.in_flight >= self.share.settings.max_in_flight
+            || self.outbox.queued() > OUTBOX_HIGH_WATER
+    }
+
+    /// Wakes the reading if it paused and may go on.
+    fn maybe_resume(&mut self) {
+        if self.read_waker.is_some() && !self.read_paused() {
+            if let Some(waker) = self.read_waker.take() {
+                waker.wake();
+            }
         }
     }
 
@@ -334,10 +352,8 @@ impl Connection {
             let _ = self.abandon(ctx);
             return;
         }
-        if queued > OUTBOX_HIGH_WATER {
-            // The peer reads slowly: stop everything else until it has taken what is queued.
-            ctx.wait(Flush::new());
-        } else if !self.flushing {
+        // Past OUTBOX_HIGH_WATER reading pauses until the peer has taken what is queued.
+        if !self.flushing {
             self.flushing = true;
             ctx.spawn(Flush::new());
         }
@@ -486,8 +502,8 @@ thread_local! {
 }
 
 /// Reads and decodes frames for as long as the connection lives, as an actor future: it runs
-/// inside the connection actor, with direct access to its socket and buffer. While the actor
-/// waits on something (backpressure) it is not polled, so reading pauses.
+/// inside the connection actor, with direct access to its socket and buffer. It pauses while
+/// [`Connection::read_paused`] (backpressure), leaving its waker for whatever ends the pause.
 struct ReadFrames;
 
 impl ActorFuture<Connection> for ReadFrames {
@@ -504,6 +520,10 @@ impl ActorFuture<Connection> for ReadFrames {
                 return Poll::Ready(());
             }
             if ctx.waiting() {
+                return Poll::Pending;
+            }
+            if act.read_paused() {
+                act.read_waker = Some(task.waker().clone());
                 return Poll::Pending;
             }
             if let Some(frame) =
@@ -732,6 +752,7 @@ impl ActorFuture<Connection> for Flush {
                         act.outbox.consume(written);
                         act.written = act.written.wrapping_add(written as u64);
                         act.charge();
+                        act.maybe_resume();
                     }
                     Poll::Ready(Err(err)) => {
                         debug!(parent: &act.span, error = %err, "write failed, closing");
