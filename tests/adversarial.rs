@@ -438,6 +438,16 @@ impl Raw {
 // ---------------------------------------------------------------------------------------------
 // Frame builders.
 
+/// Asserts that `resp` is a SYSTEM_ERROR whose remark starts with `prefix`.
+fn assert_refused(case: &str, resp: &RemotingCommand, prefix: &str) {
+    assert_eq!(resp.code, 1, "{case}: {}", summary(resp));
+    assert!(
+        resp.remark.as_deref().unwrap_or("").starts_with(prefix),
+        "{case}: {}",
+        summary(resp)
+    );
+}
+
 fn summary(cmd: &RemotingCommand) -> String {
     let remark: String = cmd
         .remark
@@ -904,15 +914,7 @@ async fn deeply_nested_json_in_headers_and_bodies() {
         .with_ext("topic", "DeepTopic")
         .with_body(body.into_bytes());
     let resp = h.request_on_new(case, cmd).await;
-    assert_eq!(resp.code, 1, "{case}: {}", summary(&resp));
-    assert!(
-        resp.remark
-            .as_deref()
-            .unwrap_or("")
-            .starts_with("bad TopicRouteData body"),
-        "{case}: {}",
-        summary(&resp)
-    );
+    assert_refused(case, &resp, "bad TopicRouteData body");
     h.check(case).await;
 
     let case = "QUERY_DATA_VERSION whose body nests 100,000 objects with bare numeric keys";
@@ -941,15 +943,7 @@ async fn deeply_nested_json_in_headers_and_bodies() {
         .query_data_version(&h.broker.version)
         .with_body(body.into_bytes());
     let resp = h.request_on_new(case, cmd).await;
-    assert_eq!(resp.code, 1, "{case}: {}", summary(&resp));
-    assert!(
-        resp.remark
-            .as_deref()
-            .unwrap_or("")
-            .starts_with("bad DataVersion body"),
-        "{case}: {}",
-        summary(&resp)
-    );
+    assert_refused(case, &resp, "bad DataVersion body");
     h.check(case).await;
 
     let case = "a compressed registration whose DataVersion nests 100,000 arrays";
@@ -1161,15 +1155,7 @@ async fn invalid_utf8_in_every_string_field() {
         .with_ext("topic", "Utf8Topic")
         .with_body(body);
     let resp = h.request_on_new(case, cmd).await;
-    assert_eq!(resp.code, 1, "{case}: {}", summary(&resp));
-    assert!(
-        resp.remark
-            .as_deref()
-            .unwrap_or("")
-            .starts_with("bad TopicRouteData body"),
-        "{case}: {}",
-        summary(&resp)
-    );
+    assert_refused(case, &resp, "bad TopicRouteData body");
     h.check(case).await;
 
     let case = "QUERY_DATA_VERSION whose body has invalid UTF-8";
@@ -1178,15 +1164,7 @@ async fn invalid_utf8_in_every_string_field() {
         .query_data_version(&h.broker.version)
         .with_body(splice(r#"{"count@er":1}"#, b"\xff"));
     let resp = h.request_on_new(case, cmd).await;
-    assert_eq!(resp.code, 1, "{case}: {}", summary(&resp));
-    assert!(
-        resp.remark
-            .as_deref()
-            .unwrap_or("")
-            .starts_with("bad DataVersion body"),
-        "{case}: {}",
-        summary(&resp)
-    );
+    assert_refused(case, &resp, "bad DataVersion body");
     h.check(case).await;
 
     let case = "UPDATE_NAMESRV_CONFIG whose properties body is not UTF-8";

@@ -574,7 +574,13 @@ mod tests {
         let long = format!("t 1 1 6 SINGLE_TAG {{}} {}", "x ".repeat(1 << 20));
         assert_eq!(TopicConfig::decode_text(&long).unwrap().topic_name, "t");
         let bad = format!("{} 1 1 6 BAD", "y".repeat(1 << 20));
-        assert!(TopicConfig::decode_text(&bad).unwrap_err().to_string().len() < 200);
+        assert!(
+            TopicConfig::decode_text(&bad)
+                .unwrap_err()
+                .to_string()
+                .len()
+                < 200
+        );
     }
     use crate::fastjson::JsonStyle;
 
