@@ -150,6 +150,9 @@ pub struct KvStore {
     version: u64,
     persisted: u64,
     writing: bool,
+    /// Bumped by every reset (a contained panic, a restart): a write started before it is
+    /// stale when it ends.
+    epoch: u64,
     waiters: Vec<(u64, oneshot::Sender<Result<(), String>>)>,
     /// Handler panics contained so far.
     panics: u64,
@@ -170,6 +173,7 @@ impl KvStore {
             version: 0,
             persisted: 0,
             writing: false,
+            epoch: 0,
             waiters: Vec::new(),
             panics: 0,
         }
@@ -217,6 +221,7 @@ impl KvStore {
         }
         self.writing = true;
         let version = self.version;
+        let epoch = self.epoch;
         // Encoding a large table takes a while: only the copy happens on the actor.
         let snapshot = self.tables.clone();
         let path = self.path.clone();
@@ -225,6 +230,16 @@ impl KvStore {
             .into_actor(self)
             .map(move |result, act, ctx| {
                 act.writing = false;
+                if epoch != act.epoch {
+                    // Started before a reset, which failed its waiters and reloaded the table:
+                    // if it reached the file, the file now holds what the table no longer does;
+                    // write the table again (changes made since the reset go with it).
+                    if matches!(result, Ok(Ok(()))) {
+                        act.persisted = 0;
+                    }
+                    act.start_write(ctx);
+                    return;
+                }
                 let outcome = match result {
                     Ok(Ok(())) => {
                         act.persisted = version;
@@ -266,8 +281,11 @@ impl Actor for KvStore {
 
 impl KvStore {
     /// Back to what the file holds, as after a restart: changes not yet acknowledged are gone
-    /// (their askers hear so), acknowledged ones are in the file.
-    fn reload(&mut self) {
+    /// (their askers hear so), acknowledged ones are in the file. A write still running goes on
+    /// (its end is recognised as stale): one write at a time, always, so that two never race
+    /// on the temporary file. `write_lost`: the write's completion will never arrive (an actor
+    /// restart drops the futures of its context).
+    fn reload(&mut self, write_lost: bool) {
         match KvTables::load(&self.path) {
             Ok(tables) => {
                 warn!(path = %self.path.display(), "KV store restarting; reloaded from its file");
@@ -277,7 +295,10 @@ impl KvStore {
                 warn!(error = %err, "KV store restarting; file unreadable, keeping the in-memory table")
             }
         }
-        self.writing = false;
+        self.epoch += 1;
+        if write_lost {
+            self.writing = false;
+        }
         self.persisted = self.version;
         for (_, waiter) in self.waiters.drain(..) {
             let _ = waiter.send(Err("the KV store restarted".into()));
@@ -288,7 +309,7 @@ impl KvStore {
 impl Supervised for KvStore {
     fn restarting(&mut self, _: &mut Self::Context) {
         // `started` runs again after this and republishes ORDER_TOPIC_CONFIG to the registry.
-        self.reload();
+        self.reload(true);
     }
 }
 
@@ -296,7 +317,7 @@ impl Recover for KvStore {
     const NAME: &'static str = "KV store";
 
     fn recover(&mut self, _: &mut Self::Context) {
-        self.reload();
+        self.reload(false);
         self.publish_order_conf();
     }
 
