@@ -310,3 +310,22 @@ async fn compressed_bodies_beyond_the_inflation_budget_are_refused_with_overload
     assert_eq!(c.request(broker.register()).await.unwrap().code, 0);
     server.stop().await;
 }
+
+#[actix::test]
+async fn bodies_read_on_the_connection_thread_are_at_most_1_mib() {
+    let server = start_server(test_config());
+    let mut conn = connect(&server).await;
+    let big = vec![b' '; (1 << 20) + 1];
+    let route = RemotingCommand::request(RequestCode::REGISTER_TOPIC_IN_NAMESRV)
+        .with_ext("topic", "T")
+        .with_body(big.clone());
+    let config = RemotingCommand::request(RequestCode::UPDATE_NAMESRV_CONFIG).with_body(big);
+    for cmd in [route, config] {
+        let resp = conn.request(cmd).await.unwrap();
+        assert_eq!(resp.code, 1);
+        let remark = resp.remark.unwrap_or_default();
+        assert!(remark.contains("exceeds 1048576"), "{remark}");
+    }
+    assert_eq!(conn.request(route_request("T")).await.unwrap().code, 17);
+    server.stop().await;
+}

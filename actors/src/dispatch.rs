@@ -175,9 +175,12 @@ fn route(
             out.answer_later(to.routes.send(topic_list(cmd)?));
         }
         // Runtime configuration: the runtime-config actor.
-        C::UPDATE_NAMESRV_CONFIG => out.answer_later(to.config_writer.send(UpdateNamesrvConfig {
-            body: cmd.body.clone(),
-        })),
+        C::UPDATE_NAMESRV_CONFIG => {
+            small_body(cmd, "configuration")?;
+            out.answer_later(to.config_writer.send(UpdateNamesrvConfig {
+                body: cmd.body.clone(),
+            }));
+        }
         C::GET_NAMESRV_CONFIG => out.answer_later(to.config_reader.send(GetNamesrvConfig)),
         #[cfg(debug_assertions)]
         FAULT_INJECTION => out.answer(inject_fault(cmd, to)),
@@ -240,11 +243,29 @@ pub fn read_header<H: CommandHeader>(cmd: &RemotingCommand) -> Result<H, Remotin
     H::decode(cmd).map_err(|e: HeaderFieldError| system_error(e.to_string()))
 }
 
+/// Largest body of the requests whose body is read on the connection's thread or by an actor:
+/// a DataVersion, a topic route, a runtime update are a few KiB; a body of megabytes would hold
+/// up every connection of the thread (or the actor) while it is parsed. REGISTER_BROKER bodies,
+/// the only large ones, are decoded on the blocking pool (`crate::registration`).
+pub const MAX_SMALL_BODY_BYTES: usize = 1 << 20;
+
+/// Refuses a body over [`MAX_SMALL_BODY_BYTES`] with a SYSTEM_ERROR saying so.
+fn small_body(cmd: &RemotingCommand, what: &str) -> Result<(), RemotingCommand> {
+    let len = cmd.body_bytes().len();
+    if len > MAX_SMALL_BODY_BYTES {
+        return Err(system_error(format!(
+            "{what} body of {len} bytes exceeds {MAX_SMALL_BODY_BYTES}"
+        )));
+    }
+    Ok(())
+}
+
 /// Reads a JSON body of type `T` (named `what` in the error), `None` without a body.
 fn json_body<T: serde::de::DeserializeOwned>(
     cmd: &RemotingCommand,
     what: &str,
 ) -> Result<Option<T>, RemotingCommand> {
+    small_body(cmd, what)?;
     cmd.body
         .as_deref()
         .map(|bytes| {
