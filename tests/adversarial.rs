@@ -1865,7 +1865,11 @@ async fn kv_put_of_a_10_mib_value() {
         write!(value, "kv-{i:012}|").unwrap();
         i += 1;
     }
-    let mut conn = h.client(case).await;
+    // A header this large is decoded, and the file written, at background priority: on a busy
+    // machine that takes longer than the usual timeout.
+    let mut conn = Client::connect(&h.addr.to_string(), Duration::from_secs(60))
+        .await
+        .unwrap_or_else(|e| panic!("{case}: connect: {e}"));
     let put = RemotingCommand::request(RequestCode::PUT_KV_CONFIG)
         .with_ext("namespace", "adversarial")
         .with_ext("key", "big")

@@ -83,8 +83,22 @@ fn decode_json(bytes: &[u8]) -> Result<RemotingCommand, HeaderError> {
     decode_json_serde(text)
 }
 
+/// The two JSON header paths apart, for the fuzz target that holds them equal
+/// (fuzz/fuzz_targets/json_header.rs): the fast scanner's answer (`None` when it leaves the text to
+/// serde) and the serde path's. Not part of the API.
+#[doc(hidden)]
+pub fn json_paths(
+    text: &str,
+) -> (
+    Option<RemotingCommand>,
+    Result<RemotingCommand, HeaderError>,
+) {
+    (crate::header_scan::scan(text), decode_json_serde(text))
+}
+
 /// The JSON header through serde: every shape and every error.
 fn decode_json_serde(text: &str) -> Result<RemotingCommand, HeaderError> {
+    NESTED_ALLOWED.with(|allowed| allowed.set(text.len() <= MAX_HEADER_WITH_NESTED));
     let h: JsonHeaderIn = serde_json::from_str(text)?;
     Ok(RemotingCommand {
         code: h.code,
@@ -264,6 +278,26 @@ impl<'de> Deserialize<'de> for Text<'de> {
     }
 }
 
+/// Longest JSON header that may carry nested ext values (objects or arrays, kept as their JSON
+/// text as fastjson does). Java clients never send any; reading one builds a tree of about 64
+/// bytes per byte, so a header of megabytes of them would cost a gigabyte.
+pub const MAX_HEADER_WITH_NESTED: usize = 64 * 1024;
+
+thread_local! {
+    /// Whether the header being read is short enough for nested ext values.
+    static NESTED_ALLOWED: std::cell::Cell<bool> = const { std::cell::Cell::new(true) };
+}
+
+fn nested_allowed<E: de::Error>() -> Result<(), E> {
+    if NESTED_ALLOWED.with(std::cell::Cell::get) {
+        Ok(())
+    } else {
+        Err(E::custom(format_args!(
+            "nested ext values are read only in headers up to {MAX_HEADER_WITH_NESTED} bytes"
+        )))
+    }
+}
+
 /// One ext value: a string as is (borrowed when it can be), a number or boolean as its text,
 /// `null` as absent, a nested value as its JSON text. No intermediate tree for plain values.
 struct ExtValue<'de>(Option<Cow<'de, str>>);
@@ -308,11 +342,13 @@ impl<'de> Deserialize<'de> for ExtValue<'de> {
                 Ok(ExtValue(None))
             }
             fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                nested_allowed()?;
                 let nested =
                     serde_json::Value::deserialize(de::value::MapAccessDeserializer::new(map))?;
                 Ok(ExtValue(Some(Cow::Owned(nested.to_string()))))
             }
             fn visit_seq<A: de::SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+                nested_allowed()?;
                 let nested =
                     serde_json::Value::deserialize(de::value::SeqAccessDeserializer::new(seq))?;
                 Ok(ExtValue(Some(Cow::Owned(nested.to_string()))))
@@ -451,6 +487,22 @@ fn len_i32(len: usize) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nested_ext_values_are_read_only_in_short_headers() {
+        let header = |pad: usize| {
+            format!(
+                r#"{{"code":105,"extFields":{{"n":{{"a":[1,2]}},"p":"{}"}},"flag":0,"language":"JAVA","opaque":1,"serializeTypeCurrentRPC":"JSON","version":1}}"#,
+                "x".repeat(pad)
+            )
+        };
+        let short = decode_json_serde(&header(10)).unwrap();
+        assert_eq!(short.ext("n"), Some(r#"{"a":[1,2]}"#));
+        let long = decode_json_serde(&header(MAX_HEADER_WITH_NESTED)).unwrap_err();
+        assert!(long.to_string().contains("nested ext values"), "{long}");
+        // The limit is per header: a short one after a long one is read.
+        assert!(decode_json_serde(&header(10)).is_ok());
+    }
 
     #[test]
     fn the_plain_json_header_is_what_serde_writes() {
