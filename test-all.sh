@@ -8,6 +8,7 @@ cd "$(dirname "$0")"
 
 echo "== cargo test (workspace)"
 cargo test --workspace --locked
+bench/soak.sh 60s  # chaos and soak, short: faults injected, nothing may be lost (bench/SOAK.md)
 
 echo "== release build for the interop suite"
 cargo build --release --locked

@@ -46,6 +46,24 @@ ours and Java run in turn (`routes --preregistered`, --shape-warmup + --shape-du
 Reported per size, shape and server: throughput, p50/p99/p99.9, server and generator CPU per
 request (µs), and the ratios ours/reference, Java/reference and ours/Java (medians of per-round
 ratios), then the MET/MISSED lines of the issue's targets and `BENCH_RESULT {json}`.
+
+    python3 bench/compare.py --connections [N] [--quick]   # ~2 min (--quick ~1 min); replaces the run above
+
+--connections holds N concurrent connections (default 10,000; --quick 2,000) on a fresh instance
+of each server, Java first, each on its own 127.0.0.1 port (`rmq-bench conns`): 2 broker groups x
+100 topics registered, the server's RSS read, N connections opened (128 in flight), each sending
+one route query as soon as it is open (a client connects to send a request; --silent-connections:
+nothing), left idle for --idle-settle, RSS again: bytes per idle connection = RSS growth /
+connections open. Then every connection polls the route of one topic once per --poll-period (5 s;
+--quick 2 s): a client's 30 s poll interval (pollNameServerInterval) compressed 6x (15x), so
+10,000 connections offer 2,000 req/s; the first --poll-warmup (10 s; --quick 4 s) is reported
+apart, the route latency p50/p99/max of the --poll-duration after it and the RSS sampled
+throughout are compared. Failed connects,
+connections the server closed while idle and failed polls are counted and shown, never hidden.
+The soft RLIMIT_NOFILE of this script (inherited by the servers and rmq-bench) is raised to its
+hard limit; N connections need N descriptors in the server and N in rmq-bench. RSS does not
+include kernel socket buffers. Prints a table (Java, ours, ours/Java), the target (under 2 KiB
+per idle connection) and `BENCH_RESULT {json}`.
 """
 
 import argparse
@@ -80,13 +98,13 @@ JAVA_NAMESRV_OPTS = [
 ]
 
 FULL = {
-    "routes_warmup": "5s", "routes_duration": "15s", "connections": 64, "pipeline": 16,
+    "routes_warmup": "5s", "routes_duration": "15s", "route_connections": 64, "pipeline": 16,
     "route_brokers": 10, "route_topics": 1000,
     "storm_brokers": 100, "storm_topics": 10000, "storm_period": "3s", "storm_rate": 1000,
     "storm_warmup": "3s", "storm_idle": "10s", "storm_duration": "30s",
 }
 QUICK = {
-    "routes_warmup": "2s", "routes_duration": "5s", "connections": 64, "pipeline": 16,
+    "routes_warmup": "2s", "routes_duration": "5s", "route_connections": 64, "pipeline": 16,
     "route_brokers": 10, "route_topics": 1000,
     "storm_brokers": 20, "storm_topics": 2000, "storm_period": "2s", "storm_rate": 500,
     "storm_warmup": "1s", "storm_idle": "5s", "storm_duration": "10s",
@@ -269,7 +287,7 @@ class Bench:
         a = self.args
         argv = ["--pid", str(pid), *(["--tls"] if tls else []),
                 "routes", "--brokers", str(a.route_brokers), "--topics", str(a.route_topics),
-                "--connections", str(a.connections), "--pipeline", str(a.pipeline),
+                "--connections", str(a.route_connections), "--pipeline", str(a.pipeline),
                 "--warmup", a.routes_warmup, "--duration", a.routes_duration]
         if rate:
             argv += ["--rate", str(int(rate))]
@@ -290,6 +308,17 @@ class Bench:
         argv, env = self.server_argv(kind, home)
         return self.bench(label, ["startup", "--log", str(home / "server.log"), "--", *self.nice, *argv],
                           240, env=env, cwd=home)
+
+    def conns(self, label, proc, count):
+        """`rmq-bench conns`: `count` connections held idle, then polling routes, against proc."""
+        a = self.args
+        argv = ["--pid", str(proc.pid), "conns", "--connections", str(count),
+                "--open-timeout", f"{CONNS_OPEN_TIMEOUT_S}s", "--settle", a.idle_settle,
+                "--poll-period", a.poll_period, "--warmup", a.poll_warmup, "--duration", a.poll_duration,
+                *(["--silent"] if a.silent_connections else [])]
+        budget = (CONNS_OPEN_TIMEOUT_S + seconds(a.idle_settle) + seconds(a.poll_warmup)
+                  + seconds(a.poll_duration) + 180)
+        return self.bench(label, argv, budget, server_pid=proc.pid, addr=proc.addr)
 
     # -- one server ----------------------------------------------------------------------------
 
@@ -486,6 +515,172 @@ def report_tls(results):
         print(f"{name:{width}}  {fmt(j, scale):>10}  {fmt(o, scale):>10}  {r3(ratio(o, j)):>9}  "
               f"{r3(ratio(j, jp)):>14}  {r3(ratio(o, op)):>14}")
     print("  (TLS/plain of the open loop compares different offered loads when the two rows 'offered' differ)")
+
+
+# ---------------------------------------------------------------------------------------------
+# --connections: many connections held idle, then polling routes
+
+CONNS_FULL = {"poll_period": "5s", "poll_warmup": "10s", "poll_duration": "20s", "idle_settle": "3s"}
+CONNS_QUICK = {"poll_period": "2s", "poll_warmup": "4s", "poll_duration": "6s", "idle_settle": "2s"}
+CONNS_COUNT = {"full": 10_000, "quick": 2_000}
+# No connect is started after this (both servers close a connection idle for 120 s).
+CONNS_OPEN_TIMEOUT_S = 60
+# The target of the issue: RSS per idle connection (ours).
+CONNS_TARGET_BYTES = 2048
+
+CONNS_ROWS = [
+    # (label, unit, path, scale)
+    ("connections opened", "", ("connections", "opened"), 1),
+    ("connections failed (connect or first request)", "", ("connections", "failed"), 1),
+    ("connects not attempted (--open-timeout)", "", ("connections", "not_attempted"), 1),
+    ("time to open them all", "s", ("connections", "open_s"), 1),
+    ("connect p99", "µs", ("connections", "connect_latency_us", "p99"), 1),
+    ("first request p50", "µs", ("connections", "first_request_latency_us", "p50"), 1),
+    ("first request p99", "µs", ("connections", "first_request_latency_us", "p99"), 1),
+    ("server RSS base", "MiB", ("server", "before", "rss_kib"), 1024),
+    ("server RSS with the connections idle", "MiB", ("server", "idle", "rss_kib"), 1024),
+    ("RSS per idle connection", "B", ("bytes_per_idle_connection",), 1),
+    ("RSS per idle connection", "KiB", ("bytes_per_idle_connection",), 1024),
+    ("closed by the server while idle", "", ("connections", "closed_by_server_while_idle"), 1),
+    ("server CPU idle", "cores", ("cpu_idle", "server_cores"), 1),
+    ("polling: offered", "req/s", ("poll", "offered_rps"), 1),
+    ("polling: answered (measured window)", "req/s", ("poll", "throughput_rps"), 1),
+    ("polling: route p50 warm-up", "µs", ("poll", "warmup_latency_us", "p50"), 1),
+    ("polling: route p99 warm-up", "µs", ("poll", "warmup_latency_us", "p99"), 1),
+    ("polling: route p50", "µs", ("poll", "latency_us", "p50"), 1),
+    ("polling: route p99", "µs", ("poll", "latency_us", "p99"), 1),
+    ("polling: route p99.9", "µs", ("poll", "latency_us", "p999"), 1),
+    ("polling: route max", "µs", ("poll", "latency_us", "max"), 1),
+    ("polling: generator lag p99 (due to written)", "µs", ("poll", "lag_us", "p99"), 1),
+    ("polling: generator lag p99 in the warm-up", "µs", ("poll", "warmup_lag_us", "p99"), 1),
+    ("polling: polls sent", "", ("poll", "sent"), 1),
+    ("polling: polls failed", "", ("poll", "errors"), 1),
+    ("polling: polls skipped (connection failed)", "", ("poll", "skipped"), 1),
+    ("polling: server RSS max", "MiB", ("server", "polling_max_rss_kib"), 1024),
+    ("polling: RSS per connection (max - base)", "B", ("bytes_per_polling_connection",), 1),
+    ("polling: server CPU", "cores", ("poll", "cpu", "server_cores"), 1),
+    ("server RSS after closing them", "MiB", ("server", "after_close", "rss_kib"), 1024),
+    ("generator RSS per connection", "B", ("generator", "bytes_per_connection"), 1),
+    ("CPU not charged to us", "cores", ("other_cores",), 1),
+]
+
+
+def conns_errors(r):
+    """Failed connects + connections the server closed while idle + failed polls (None: no run)."""
+    if not r:
+        return None
+    return sum(dig(r, *path) or 0 for path in (("connections", "failed"), ("connections", "not_attempted"),
+                                               ("connections", "closed_by_server_while_idle"), ("poll", "errors")))
+
+
+def raise_fd_limit(count):
+    """Raises this process's soft RLIMIT_NOFILE to its hard limit (the servers and rmq-bench inherit
+    it); warns when `count` connections cannot fit."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and (hard == resource.RLIM_INFINITY or soft < hard):
+        try:
+            with open("/proc/sys/fs/nr_open") as f:
+                nr_open = int(f.read())
+        except (OSError, ValueError):
+            nr_open = 1 << 20
+        target = nr_open if hard == resource.RLIM_INFINITY else min(hard, nr_open)
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            soft = target
+        except (ValueError, OSError) as e:
+            print(f"# cannot raise RLIMIT_NOFILE to {target}: {e}", flush=True)
+    if soft != resource.RLIM_INFINITY and soft < count + 100:
+        print(f"# WARNING: RLIMIT_NOFILE is {soft}: {count} connections need {count + 100} descriptors in the server "
+              f"and in rmq-bench; connects beyond the limit will fail (counted)", flush=True)
+    return soft, hard
+
+
+CONNS_ERRORS_LABEL = "errors (connections failed + not attempted + closed idle + polls)"
+
+
+def report_conns(results, meta, count):
+    width = max(max(len(r[0]) + len(r[1]) + 3 for r in CONNS_ROWS), len(CONNS_ERRORS_LABEL))
+    c = meta["conns"]
+    print()
+    print(f"{count:,} connections held ({'silent' if c['silent'] else 'one route query each on opening'}, idle "
+          f"{c['idle_settle']}), then each polling one route every "
+          f"{c['poll_period']} (a client's 30 s compressed {30 / seconds(c['poll_period']):.0f}x), "
+          f"{c['poll_warmup']} warm-up + {c['poll_duration']} measured; fresh server instance each; "
+          f"RLIMIT_NOFILE {c['fd_soft']} (soft) / {c['fd_hard']} (hard)")
+    print(f"{'':{width}}  {'Java 5.5.0':>12}  {'ours':>12}  {'ours/Java':>9}")
+    def show(value, scale):
+        return fint(value) if isinstance(value, int) and scale == 1 else fmt(value, scale)
+
+    for label, unit, path, scale in CONNS_ROWS:
+        j, o = dig(results.get("java"), *path), dig(results.get("ours"), *path)
+        r = ratio(o, j)
+        name = f"{label} ({unit})" if unit else label
+        print(f"{name:{width}}  {show(j, scale):>12}  {show(o, scale):>12}  {'-' if r is None else f'{r:.3f}':>9}")
+    je, oe = conns_errors(results.get("java")), conns_errors(results.get("ours"))
+    print(f"{CONNS_ERRORS_LABEL:{width}}  {fint(je):>12}  {fint(oe):>12}")
+    for kind in ("java", "ours"):
+        r = results.get(kind)
+        kinds = {**(dig(r, "connections", "failures") or {}), **(dig(r, "poll", "error_kinds") or {})}
+        for what, n in kinds.items():
+            print(f"  ERRORS {KIND_NAMES[kind]}: {n} x {what}")
+    print()
+    print("target of the issue (measured here, not a promise):")
+    ours = dig(results.get("ours"), "bytes_per_idle_connection")
+    java = dig(results.get("java"), "bytes_per_idle_connection")
+    met = ours is not None and ours < CONNS_TARGET_BYTES and not oe
+    shown = "-" if ours is None else f"{ours:,.0f} B = {ours / 1024:.2f} KiB"
+    java_shown = "" if java is None else f" (Java: {java:,.0f} B = {java / 1024:.2f} KiB)"
+    print(f"  {'MET ' if met else 'MISS'} RSS per idle connection < {CONNS_TARGET_BYTES / 1024:.0f} KiB at "
+          f"{count:,} connections, all held: {shown}{java_shown}")
+    print(f"# load average before {meta['load_before']}, after {meta['load_after']}; "
+          f"{meta['cpus']} CPUs; mode {meta['mode']}")
+    return [{"target": f"RSS per idle connection < {CONNS_TARGET_BYTES} B", "value": ours, "java": java,
+             "met": met}]
+
+
+def run_conns(args, bench, servers, meta):
+    count = args.connections
+    soft, hard = raise_fd_limit(count)
+    settings = {k: getattr(args, k) for k in CONNS_FULL}
+    meta["conns"] = {"connections": count, **settings, "silent": args.silent_connections,
+                     "fd_soft": "unlimited" if soft == resource.RLIM_INFINITY else soft,
+                     "fd_hard": "unlimited" if hard == resource.RLIM_INFINITY else hard}
+    print(f"# rmq-bench compare --connections {count} ({meta['mode']}): servers {servers}, work dir {bench.work}",
+          flush=True)
+    print(f"# load average {meta['load_before']} (1, 5 min) on {meta['cpus']} CPUs", flush=True)
+    results = {}
+    failed = None
+    started = time.monotonic()
+    try:
+        for kind in servers:
+            t0 = time.monotonic()
+            print(f"## {kind}", flush=True)
+            proc = bench.start(kind, f"{kind}-conns", port=interop.free_port())
+            try:
+                results[kind] = bench.conns(f"{kind}-conns", proc, count)
+            finally:
+                bench.stop(proc)
+            print(f"# {kind}: {time.monotonic() - t0:.0f} s", flush=True)
+    except interop.Fail as e:
+        failed = str(e)
+        print(f"FAIL: {e}", flush=True)
+        interop.print_logs(e.logs)
+    except KeyboardInterrupt:
+        failed = "interrupted"
+        print("FAIL: interrupted", flush=True)
+    finally:
+        bench.ctx.cleanup()
+    meta["load_after"] = load()
+    meta["seconds"] = round(time.monotonic() - started)
+    verdicts = report_conns(results, meta, count)
+    print(f"# total {meta['seconds']} s", flush=True)
+    if failed or args.keep:
+        print(f"# work dir kept: {bench.work}", flush=True)
+    else:
+        shutil.rmtree(bench.work, ignore_errors=True)
+    print("BENCH_RESULT " + json.dumps({"meta": meta, "conns": results, "targets": verdicts, "error": failed},
+                                       separators=(",", ":")), flush=True)
+    return 1 if failed else 0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -848,6 +1043,16 @@ def main():
                         help="--shapes: Java is warm when two warm-up windows in a row agree within this (0.05)")
     parser.add_argument("--ref-workers", type=int, default=0,
                         help="--shapes: worker threads of the reference server (0: one per CPU, as ours)")
+    parser.add_argument("--connections", type=int, nargs="?", const=0, default=None, metavar="N",
+                        help="instead of the workloads above: hold N connections idle, then polling routes "
+                             f"(N default {CONNS_COUNT['full']:,}, quick {CONNS_COUNT['quick']:,}; "
+                             "full ~2 min, --quick ~1 min)")
+    for key, value in CONNS_FULL.items():
+        parser.add_argument("--" + key.replace("_", "-"), default=None,
+                            help=f"--connections: default {value} (quick: {CONNS_QUICK[key]})")
+    parser.add_argument("--silent-connections", action="store_true",
+                        help="--connections: send nothing before polling (the cost of a connection that never spoke; "
+                             "ours, TLS mode permissive, closes it after tls.handshake_timeout, 10 s)")
     parser.add_argument("--servers", default="java,ours",
                         help="which servers, in order (java,ours); --shapes always adds the reference server")
     parser.add_argument("--binary", default=str(OUR_BINARY.relative_to(REPO)),
@@ -867,8 +1072,20 @@ def main():
     for key, value in (SHAPES_QUICK if args.quick else SHAPES_FULL).items():
         if getattr(args, key) is None:
             setattr(args, key, value)
+    for key, value in (CONNS_QUICK if args.quick else CONNS_FULL).items():
+        if getattr(args, key) is None:
+            setattr(args, key, value)
     if args.shapes and args.tls:
         raise SystemExit("compare.py: --shapes runs plain TCP only (drop --tls)")
+    if args.connections is not None:
+        if args.shapes or args.tls:
+            raise SystemExit("compare.py: --connections runs alone, plain TCP (drop --shapes and --tls)")
+        if args.connections == 0:
+            args.connections = CONNS_COUNT["quick" if args.quick else "full"]
+        if args.connections < 1:
+            raise SystemExit("compare.py: --connections takes a positive count")
+        for key in CONNS_FULL:
+            seconds(getattr(args, key))
 
     missing = [str(p) for p in ((REPO / args.binary), BENCH_BINARY) if not p.is_file()]
     if missing:
@@ -900,6 +1117,8 @@ def main():
             "binary": args.binary, "tls": args.tls}
     if args.shapes:
         return run_shapes(args, bench, servers, meta)
+    if args.connections is not None:
+        return run_conns(args, bench, servers, meta)
     print(f"# rmq-bench compare ({meta['mode']}): servers {servers} on {bench.addr}, work dir {work}", flush=True)
     print(f"# load average {meta['load_before']} (1, 5 min) on {meta['cpus']} CPUs", flush=True)
     results = {}

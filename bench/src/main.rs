@@ -5,9 +5,12 @@
 //! rmq-bench --addr 127.0.0.1:9876 --pid <server pid> routes [--rate R]
 //! rmq-bench --addr 127.0.0.1:9876 --pid <server pid> storm
 //! rmq-bench --addr 127.0.0.1:9876 startup -- <server command>
+//! rmq-bench --addr 127.0.0.1:9876 --pid <server pid> conns --connections 10000   # idle, then polling
 //! rmq-bench --tls [--tls-ca CA.pem] --addr 127.0.0.1:9876 --pid <server pid> routes|storm
 //! rmq-bench --addr 127.0.0.1:9876 brokers --brokers 10 --topics 1000     # until SIGTERM
 //! rmq-bench --addr 127.0.0.1:9876 --pid <server pid> routes --preregistered --connections 4 --pipeline 8
+//! rmq-bench cost [--max-bytes 16777216] [--only "json header"]      # in process, no server
+//! rmq-bench --addr 127.0.0.1:9876 --pid <server pid> hostile [--hostile 1,2] [--kinds ...]
 //! rmq-bench reference-server --listen 127.0.0.1:9877 --workers 2 --brokers 10  # until SIGTERM
 //! ```
 //!
@@ -28,7 +31,10 @@
 //! VmRSS / VmHWM of `/proc/<pid>/status`. See `bench/compare.py` for the side-by-side run.
 
 mod broker;
+mod conns;
+mod cost;
 mod hold;
+mod hostile;
 mod openloop;
 mod reference;
 mod routes;
@@ -117,8 +123,15 @@ enum Workload {
     Storm(storm::StormArgs),
     /// Spawn a server command, time until it accepts, then its idle RSS; kills it at the end.
     Startup(startup::StartupArgs),
+    /// Hold many connections: the server's RSS per idle connection, then route polls on all.
+    Conns(conns::ConnsArgs),
     /// Register the broker groups of `routes` and keep them registered until SIGTERM/SIGINT.
     Brokers(hold::HoldArgs),
+    /// In process, no server: each decoder's time and memory against its input size, up to
+    /// the frame limit, for every adversarial shape (growth ratio; superlinear ones flagged).
+    Cost(cost::CostArgs),
+    /// Probe connections' latency while hostile connections send the costliest frames allowed.
+    Hostile(hostile::HostileArgs),
     /// A server answering every request with one pre-encoded route reply: the ceiling.
     ReferenceServer(reference::ReferenceArgs),
 }
@@ -149,24 +162,29 @@ fn run(cli: &Cli) -> Result<serde_json::Value, BenchError> {
     match &cli.workload {
         Workload::Startup(args) => startup::run(cli.common.addr, args),
         Workload::ReferenceServer(args) => reference::run(args),
-        Workload::Routes(_) | Workload::Storm(_) | Workload::Brokers(_) => {
-            tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(cli.common.threads.max(1))
-                .enable_all()
-                .build()
-                .map_err(BenchError::from)
-                .and_then(|rt| {
-                    rt.block_on(async {
-                        match &cli.workload {
-                            Workload::Routes(args) => routes::run(&cli.common, args).await,
-                            Workload::Storm(args) => storm::run(&cli.common, args).await,
-                            Workload::Brokers(args) => hold::run(&cli.common, args).await,
-                            Workload::Startup(_) | Workload::ReferenceServer(_) => {
-                                Err(BenchError::Usage("unreachable".into()))
-                            }
+        Workload::Cost(args) => cost::run(args),
+        Workload::Routes(_)
+        | Workload::Storm(_)
+        | Workload::Brokers(_)
+        | Workload::Conns(_)
+        | Workload::Hostile(_) => tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(cli.common.threads.max(1))
+            .enable_all()
+            .build()
+            .map_err(BenchError::from)
+            .and_then(|rt| {
+                rt.block_on(async {
+                    match &cli.workload {
+                        Workload::Routes(args) => routes::run(&cli.common, args).await,
+                        Workload::Storm(args) => storm::run(&cli.common, args).await,
+                        Workload::Brokers(args) => hold::run(&cli.common, args).await,
+                        Workload::Conns(args) => conns::run(&cli.common, args).await,
+                        Workload::Hostile(args) => hostile::run(&cli.common, args).await,
+                        Workload::Startup(_) | Workload::ReferenceServer(_) | Workload::Cost(_) => {
+                            Err(BenchError::Usage("unreachable".into()))
                         }
-                    })
+                    }
                 })
-        }
+            }),
     }
 }
