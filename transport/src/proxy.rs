@@ -83,6 +83,17 @@ pub fn parse(buf: &[u8]) -> Parsed {
         };
     }
     match result {
+        // ppp ends a v1 line two bytes after its first CR whatever the second byte is, so it took
+        // `PROXY UNKNOWN …\n\rX` for a header ending in `X`, one byte shorter when the read ended
+        // at the CR. Only a CRLF ends a header: a line still ending in its CR waits for the next
+        // byte, any other ending is not a header.
+        HeaderResult::V1(Ok(header)) if !header.header.ends_with("\r\n") => {
+            if header.header.len() == buf.len() && header.header.ends_with('\r') {
+                Parsed::Incomplete
+            } else {
+                Parsed::Invalid("bad PROXY v1 header: it does not end in CRLF".to_owned())
+            }
+        }
         HeaderResult::V1(Ok(header)) => {
             let source = match header.addresses {
                 ppp::v1::Addresses::Tcp4(a) => {
@@ -193,6 +204,25 @@ mod tests {
             parse(b"PROXY TCP4 nonsense here\r\n"),
             Parsed::Invalid(_)
         ));
+    }
+
+    /// Found by fuzz/proxy_header: a v1 line with a lone CR was a complete header ending one
+    /// byte after that CR, and its length depended on where the read ended.
+    #[test]
+    fn a_v1_header_ends_only_at_crlf() {
+        let input = b"PROXY UNKNOWN fff::2 1 2TCP6 \n\r\0::1 \0\0\x83{\xff\xff\"code\":";
+        assert!(matches!(parse(input), Parsed::Invalid(_)));
+        // The read ended at the CR: only the next byte tells.
+        assert_eq!(parse(&input[..31]), Parsed::Incomplete);
+        assert!(matches!(parse(b"PROXY UNKNOWN \n\rX"), Parsed::Invalid(_)));
+        // Anything before the CRLF of an UNKNOWN line is ignored, a lone LF too.
+        assert_eq!(
+            parse(b"PROXY UNKNOWN \n\r\nrest"),
+            Parsed::Complete(ProxyHeader {
+                source: None,
+                len: 17
+            })
+        );
     }
 
     #[test]
