@@ -9,9 +9,10 @@ use rmq_protocol::body::{perm, DataVersion};
 use tracing::{debug, info, warn};
 
 use super::ids::{
-    BrokerAddr, BrokerId, BrokerInstance, BrokerName, ClusterName, ConnId, MASTER_ID,
+    BrokerAddr, BrokerId, BrokerInstance, BrokerName, ClusterName, ConnId, TopicName, MASTER_ID,
 };
-use super::tables::{LiveBroker, RouteTables};
+use super::register::TOPICS_PER_STEP;
+use super::tables::{LiveBroker, RouteChanges, RouteTables, TopicEntry};
 
 /// One broker instance to remove (UNREGISTER_BROKER, connection close, expiry).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,6 +68,13 @@ impl RouteTables {
     /// Expiry scan (docs/route-rules.md#liveness-and-expiry): drops every broker whose last heartbeat is older than its timeout and
     /// returns them with the connections to close.
     pub fn scan_inactive(&mut self, now: Instant) -> Vec<ExpiredBroker> {
+        let (expired, sweep) = self.scan_inactive_start(now);
+        self.sweep_all(sweep);
+        expired
+    }
+
+    /// [`RouteTables::scan_inactive`], leaving the topics to [`RouteTables::sweep_step`].
+    pub fn scan_inactive_start(&mut self, now: Instant) -> (Vec<ExpiredBroker>, Option<Sweep>) {
         let mut expired: Vec<ExpiredBroker> = self
             .live
             .iter()
@@ -77,7 +85,7 @@ impl RouteTables {
             })
             .collect();
         if expired.is_empty() {
-            return expired;
+            return (expired, None);
         }
         expired.sort_by(|a, b| a.instance.cmp(&b.instance));
         let mut requests = Vec::with_capacity(expired.len());
@@ -94,30 +102,44 @@ impl RouteTables {
                 }
             }
         }
-        self.unregister(&requests);
-        expired
+        let sweep = self.unregister_start(&requests);
+        (expired, sweep)
     }
 
     /// A connection closed (docs/route-rules.md#connection-closed): unregisters the first broker instance whose latest
     /// registration came over it. Returns that instance. Unknown connections are a no-op.
     pub fn channel_closed(&mut self, conn: ConnId) -> Option<BrokerInstance> {
-        let instance = self
+        let (instance, sweep) = self.channel_closed_start(conn);
+        self.sweep_all(sweep);
+        instance
+    }
+
+    /// [`RouteTables::channel_closed`], leaving the topics to [`RouteTables::sweep_step`].
+    pub fn channel_closed_start(
+        &mut self,
+        conn: ConnId,
+    ) -> (Option<BrokerInstance>, Option<Sweep>) {
+        let Some(instance) = self
             .live
             .iter()
             .filter(|(_, live)| live.conn == conn)
             .map(|(instance, _)| instance)
-            .min()?
-            .clone();
-        match self.resolve(&instance) {
+            .min()
+            .cloned()
+        else {
+            return (None, None);
+        };
+        let sweep = match self.resolve(&instance) {
             Some(request) => {
                 info!(broker = %instance, conn = %conn, "broker connection closed, unregistering");
-                self.unregister(std::slice::from_ref(&request));
+                self.unregister_start(std::slice::from_ref(&request))
             }
             None => {
                 self.live.remove(&instance);
+                None
             }
-        }
-        Some(instance)
+        };
+        (Some(instance), sweep)
     }
 
     /// Finds the group name and id of a live instance (Java `setupUnRegisterRequest`): the first
@@ -144,8 +166,16 @@ impl RouteTables {
     /// id), emptied groups and clusters, then the routes of removed groups; a group with
     /// acting-master enabled that lost its master loses write permission.
     pub fn unregister(&mut self, requests: &[Unregistration]) {
+        let sweep = self.unregister_start(requests);
+        self.sweep_all(sweep);
+    }
+
+    /// [`RouteTables::unregister`] up to the topics: the groups, clusters and liveness at once;
+    /// the topics of a large table are left to [`RouteTables::sweep_step`] (a small one is done
+    /// here and `None` returned).
+    pub fn unregister_start(&mut self, requests: &[Unregistration]) -> Option<Sweep> {
         if requests.is_empty() {
-            return;
+            return None;
         }
         let mut removed: BTreeSet<BrokerName> = BTreeSet::new();
         let mut reduced: BTreeSet<BrokerName> = BTreeSet::new();
@@ -180,42 +210,113 @@ impl RouteTables {
             self.invalidate_all();
         }
         // Groups without a master whose queues must lose write permission.
-        let wipe: BTreeSet<&BrokerName> = reduced
+        let wipe: BTreeSet<BrokerName> = reduced
             .iter()
             .filter(|name| {
                 self.brokers.get(name.as_str()).is_some_and(|g| {
                     g.enable_acting_master && g.min_id().is_none_or(|id| id > MASTER_ID)
                 })
             })
+            .cloned()
             .collect();
-        let cached_bytes = &mut self.cached_bytes;
-        let changes = &mut self.changes;
-        let removals = &mut self.queue_removals;
-        self.topics.retain(|topic, entry| {
-            let mut touched = false;
-            for name in &removed {
-                if entry.queues.remove(name).is_some() {
-                    *removals += 1;
-                    touched = true;
+        let mut sweep = Sweep {
+            removed,
+            reduced,
+            wipe,
+            topics: Vec::new(),
+            next: 0,
+        };
+        if self.topics.len() <= TOPICS_PER_STEP {
+            let cached_bytes = &mut self.cached_bytes;
+            let changes = &mut self.changes;
+            let removals = &mut self.queue_removals;
+            self.topics
+                .retain(|topic, entry| sweep.keep(topic, entry, cached_bytes, changes, removals));
+            return None;
+        }
+        sweep.topics = self.topics.keys().cloned().collect();
+        Some(sweep)
+    }
+
+    /// Up to `max_topics` topics of an unregistration's sweep; true once all are done.
+    pub fn sweep_step(&mut self, sweep: &mut Sweep, max_topics: usize) -> bool {
+        let end = sweep
+            .next
+            .saturating_add(max_topics)
+            .min(sweep.topics.len());
+        for topic in &sweep.topics[sweep.next..end] {
+            let Some(entry) = self.topics.get_mut(topic.as_str()) else {
+                continue;
+            };
+            let keep = sweep.keep(
+                topic,
+                entry,
+                &mut self.cached_bytes,
+                &mut self.changes,
+                &mut self.queue_removals,
+            );
+            if !keep {
+                self.topics.remove(topic.as_str());
+            }
+        }
+        sweep.next = end;
+        end == sweep.topics.len()
+    }
+
+    fn sweep_all(&mut self, sweep: Option<Sweep>) {
+        if let Some(mut sweep) = sweep {
+            while !self.sweep_step(&mut sweep, usize::MAX) {}
+        }
+    }
+}
+
+/// The topics of an unregistration still to go through: the groups gone or reduced are taken
+/// out of, or marked changed in, each topic (docs/route-rules.md#unregistering). A topic shows
+/// the group until its turn comes.
+#[derive(Debug)]
+pub struct Sweep {
+    removed: BTreeSet<BrokerName>,
+    reduced: BTreeSet<BrokerName>,
+    /// Reduced groups without a master whose queues lose write permission.
+    wipe: BTreeSet<BrokerName>,
+    /// The topics when the unregistration started, and how far the sweep is.
+    topics: Vec<TopicName>,
+    next: usize,
+}
+
+impl Sweep {
+    /// Applies the unregistration to one topic; false when the topic has no group left.
+    fn keep(
+        &self,
+        topic: &TopicName,
+        entry: &mut TopicEntry,
+        cached_bytes: &mut usize,
+        changes: &mut RouteChanges,
+        removals: &mut u64,
+    ) -> bool {
+        let mut touched = false;
+        for name in &self.removed {
+            if entry.queues.remove(name).is_some() {
+                *removals += 1;
+                touched = true;
+            }
+        }
+        for name in &self.reduced {
+            if let Some(queues) = entry.queues.get_mut(name) {
+                // The group's addresses changed: the route shows them.
+                touched = true;
+                if self.wipe.contains(name) {
+                    queues.perm &= !perm::WRITE;
                 }
             }
-            for name in &reduced {
-                if let Some(queues) = entry.queues.get_mut(name) {
-                    // The group's addresses changed: the route shows them.
-                    touched = true;
-                    if wipe.contains(name) {
-                        queues.perm &= !perm::WRITE;
-                    }
-                }
-            }
-            if touched {
-                Self::drop_encoded(topic.as_str(), entry, cached_bytes, changes);
-            }
-            if entry.queues.is_empty() {
-                debug!(topic = %topic, "topic has no broker left, removed");
-                return false;
-            }
-            true
-        });
+        }
+        if touched {
+            RouteTables::drop_encoded(topic.as_str(), entry, cached_bytes, changes);
+        }
+        if entry.queues.is_empty() {
+            debug!(topic = %topic, "topic has no broker left, removed");
+            return false;
+        }
+        true
     }
 }

@@ -15,9 +15,10 @@ mod topics;
 pub use ids::{
     BrokerAddr, BrokerId, BrokerInstance, BrokerName, ClusterName, ConnId, TopicName, MASTER_ID,
 };
-pub use liveness::{ExpiredBroker, Unregistration};
+pub use liveness::{ExpiredBroker, Sweep, Unregistration};
 pub use register::{
-    NeedTopics, RegisterOutcome, Registration, TopicSummary, TopicTable, TopicsPayload,
+    NeedTopics, RegisterOutcome, RegisterWalk, Registering, Registration, TopicSummary, TopicTable,
+    TopicsPayload, TOPICS_PER_STEP,
 };
 pub use tables::{
     BrokerGroup, LiveBroker, Queues, RouteChanges, RouteOptions, RouteTables,

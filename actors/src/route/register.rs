@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
+use std::ops::Bound;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -115,13 +116,74 @@ pub enum RegisterOutcome {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NeedTopics;
 
+/// Topics a registration applies per [`RouteTables::register_step`] when its caller walks them
+/// in slices (the registry does, so a table of 100,000 topics never holds it for long).
+pub const TOPICS_PER_STEP: usize = 4096;
+
+/// New topics of one registration logged one by one; the rest are counted in one line.
+const NEW_TOPICS_LOGGED: usize = 16;
+
+/// A registration under way: the group and its addresses are recorded, its topics are being
+/// put into the tables a slice at a time ([`RouteTables::register_step`]), and liveness, filter
+/// servers and the answer follow ([`RouteTables::register_finish`]). Between steps the tables
+/// are consistent topic by topic: a topic shows either its old or its new queues.
+#[derive(Debug)]
+pub struct RegisterWalk {
+    reg: Registration,
+    name: BrokerName,
+    instance: BrokerInstance,
+    now: Instant,
+    /// `None` when this registration writes no topics (a slave, or nothing changed).
+    topics: Option<TopicCursor>,
+    /// Whether this registration writes routes (master or prime slave): it records the topic
+    /// set it applied.
+    writes_routes: bool,
+}
+
+/// Where a registration's topic walk stands.
+#[derive(Debug)]
+struct TopicCursor {
+    table: Arc<TopicConfigWrapper>,
+    /// Write every topic (the broker is new or its data version changed), not just the missing.
+    changed: bool,
+    wipe_write: bool,
+    /// The last topic key applied; the walk goes on after it.
+    after: Option<String>,
+    finished: bool,
+    new_topics: usize,
+}
+
+/// The first part of a registration: decided at once, or topics to walk.
+#[derive(Debug)]
+pub enum Registering {
+    Done(RegisterOutcome),
+    Walk(Box<RegisterWalk>),
+}
+
 impl RouteTables {
-    /// REGISTER_BROKER (docs/route-rules.md#registering-a-broker).
+    /// REGISTER_BROKER (docs/route-rules.md#registering-a-broker) in one go.
     pub fn register(
         &mut self,
         reg: Registration,
         now: Instant,
     ) -> Result<RegisterOutcome, NeedTopics> {
+        match self.register_start(reg, now)? {
+            Registering::Done(outcome) => Ok(outcome),
+            Registering::Walk(mut walk) => {
+                while !self.register_step(&mut walk, usize::MAX) {}
+                Ok(self.register_finish(walk))
+            }
+        }
+    }
+
+    /// REGISTER_BROKER steps 1 to 9 (docs/route-rules.md#registering-a-broker): the cluster,
+    /// the group and its address. Cheap whatever the topic count; the topics follow in
+    /// [`RouteTables::register_step`].
+    pub fn register_start(
+        &mut self,
+        reg: Registration,
+        now: Instant,
+    ) -> Result<Registering, NeedTopics> {
         let summary = reg.topics.summary();
         if matches!(reg.topics, TopicsPayload::Same(_)) && !self.can_skip_topics(&reg, &summary) {
             return Err(NeedTopics);
@@ -192,7 +254,7 @@ impl RouteTables {
                     if group_changed {
                         self.invalidate_broker_topics(&name);
                     }
-                    return Ok(RegisterOutcome::StaleStateVersion);
+                    return Ok(Registering::Done(RegisterOutcome::StaleStateVersion));
                 }
             }
         }
@@ -203,7 +265,9 @@ impl RouteTables {
             if group_changed {
                 self.invalidate_broker_topics(&name);
             }
-            return Ok(RegisterOutcome::SingleTopicFirstRegistration);
+            return Ok(Registering::Done(
+                RegisterOutcome::SingleTopicFirstRegistration,
+            ));
         }
 
         // 8. Record the address.
@@ -215,10 +279,16 @@ impl RouteTables {
         let is_master = reg.id == MASTER_ID;
         let is_prime_slave = !old_version && !is_master && group.min_id() == Some(reg.id);
         let wipe_write = is_prime_slave && group.enable_acting_master;
+        // The routes of the group's topics show its addresses and flags: they go now, before
+        // any topic of the walk is shown with the new ones.
+        if group_changed {
+            self.invalidate_broker_topics(&name);
+        }
 
-        // 10. Topics.
-        let mut applied = None;
-        if is_master || is_prime_slave {
+        // 10, first part: which topics to write.
+        let writes_routes = is_master || is_prime_slave;
+        let mut topics = None;
+        if writes_routes {
             let previous = self.live.get(&instance);
             let broker_changed = previous.map(|l| l.data_version) != Some(summary.data_version);
             // The same instance re-registering the same topic set under the same data version,
@@ -229,22 +299,124 @@ impl RouteTables {
                 && !self.options.delete_topic_with_broker_registration
                 && previous.and_then(|l| l.applied)
                     == Some((summary.fingerprint, self.queue_removals));
-            if !unchanged {
-                // `can_skip_topics` let no `Same` payload get here.
-                if let TopicsPayload::Full(table) = &reg.topics {
-                    self.apply_topics(
-                        &table.wrapper,
-                        &name,
-                        register_first || broker_changed,
-                        wipe_write,
-                    );
+            // `can_skip_topics` let no `Same` payload get here unless it is unchanged.
+            if let (false, TopicsPayload::Full(table)) = (unchanged, &reg.topics) {
+                let table = Arc::clone(&table.wrapper);
+                if self.options.delete_topic_with_broker_registration
+                    && table.topic_queue_mapping_info_map.is_empty()
+                {
+                    let keep = &table.topic_config_table;
+                    self.remove_omitted_topics(&name, |topic| keep.contains_key(topic));
+                }
+                topics = Some(TopicCursor {
+                    table,
+                    changed: register_first || broker_changed,
+                    wipe_write,
+                    after: None,
+                    finished: false,
+                    new_topics: 0,
+                });
+            }
+        }
+        Ok(Registering::Walk(Box::new(RegisterWalk {
+            reg,
+            name,
+            instance,
+            now,
+            topics,
+            writes_routes,
+        })))
+    }
+
+    /// REGISTER_BROKER step 10 for up to `max_topics` topics of the walk (all of them when
+    /// `changed`, else only those missing for this group); true once every topic is done.
+    pub fn register_step(&mut self, walk: &mut RegisterWalk, max_topics: usize) -> bool {
+        let Some(cursor) = walk.topics.as_mut() else {
+            return true;
+        };
+        if cursor.finished {
+            return true;
+        }
+        let table = Arc::clone(&cursor.table);
+        let configs = &table.topic_config_table;
+        let rest = match cursor.after.as_deref() {
+            None => configs.range::<str, _>(..),
+            Some(after) => configs.range::<str, _>((Bound::Excluded(after), Bound::Unbounded)),
+        };
+        let mut last: Option<&String> = None;
+        for (done, (key, config)) in rest.enumerate() {
+            if done == max_topics {
+                cursor.after = last.cloned();
+                return false;
+            }
+            last = Some(key);
+            let topic = if config.topic_name.is_empty() {
+                key.as_str()
+            } else {
+                config.topic_name.as_str()
+            };
+            let has_queues = self
+                .topics
+                .get(topic)
+                .is_some_and(|t| t.queues.contains_key(&walk.name));
+            if cursor.changed || !has_queues {
+                let mut perm = config.perm;
+                if cursor.wipe_write {
+                    perm &= !perm::WRITE;
+                }
+                let queues = Queues {
+                    read: config.read_queue_nums,
+                    write: config.write_queue_nums,
+                    perm,
+                    sys_flag: config.topic_sys_flag,
+                };
+                if self.upsert_queues(topic, &walk.name, queues) {
+                    cursor.new_topics += 1;
+                    if cursor.new_topics <= NEW_TOPICS_LOGGED {
+                        info!(topic = %Clipped(topic), broker = %walk.name, "new topic registered");
+                    }
                 }
             }
-            applied = Some((summary.fingerprint, self.queue_removals));
         }
-        if group_changed {
-            self.invalidate_broker_topics(&name);
+        cursor.finished = true;
+        true
+    }
+
+    /// The rest of REGISTER_BROKER once its topics are walked: static-topic mappings (10),
+    /// liveness (11), filter servers (12) and a slave's master (13).
+    pub fn register_finish(&mut self, walk: Box<RegisterWalk>) -> RegisterOutcome {
+        let RegisterWalk {
+            reg,
+            name,
+            instance,
+            now,
+            topics,
+            writes_routes,
+        } = *walk;
+        let summary = reg.topics.summary();
+
+        // 10, the rest.
+        if let Some(cursor) = topics {
+            if cursor.new_topics > NEW_TOPICS_LOGGED {
+                info!(
+                    broker = %name,
+                    new_topics = cursor.new_topics,
+                    "{} more new topics registered (not logged one by one)",
+                    cursor.new_topics - NEW_TOPICS_LOGGED
+                );
+            }
+            if cursor.changed {
+                for (topic, mapping) in &cursor.table.topic_queue_mapping_info_map {
+                    let bname = mapping.bname.clone().unwrap_or_default();
+                    self.mappings
+                        .entry(TopicName::new(topic))
+                        .or_default()
+                        .insert(bname, mapping.clone());
+                    self.invalidate_topic(topic);
+                }
+            }
         }
+        let applied = writes_routes.then_some((summary.fingerprint, self.queue_removals));
 
         // 11. Liveness, over the connection of this registration.
         let previous = self.live.insert(
@@ -280,10 +452,10 @@ impl RouteTables {
         } else {
             self.live_master_of(&name, &reg.cluster)
         };
-        Ok(RegisterOutcome::Registered {
+        RegisterOutcome::Registered {
             ha_server_addr,
             master_addr,
-        })
+        }
     }
 
     /// Whether a registration whose body was not decoded again can be taken as it is: the same
@@ -316,58 +488,6 @@ impl RouteTables {
             && live.applied == Some((summary.fingerprint, self.queue_removals))
     }
 
-    /// docs/route-rules.md#registering-a-broker, step 10 for a master or prime slave: puts the incoming topics into the tables (all of
-    /// them when `changed`, else only those missing for this group), removes omitted ones if
-    /// configured, and records static-topic mappings.
-    fn apply_topics(
-        &mut self,
-        wrapper: &TopicConfigWrapper,
-        name: &BrokerName,
-        changed: bool,
-        wipe_write: bool,
-    ) {
-        let table = &wrapper.topic_config_table;
-        if self.options.delete_topic_with_broker_registration
-            && wrapper.topic_queue_mapping_info_map.is_empty()
-        {
-            self.remove_omitted_topics(name, |topic| table.contains_key(topic));
-        }
-        for (key, config) in table {
-            let topic = if config.topic_name.is_empty() {
-                key.as_str()
-            } else {
-                config.topic_name.as_str()
-            };
-            let has_queues = self
-                .topics
-                .get(topic)
-                .is_some_and(|t| t.queues.contains_key(name));
-            if changed || !has_queues {
-                let mut perm = config.perm;
-                if wipe_write {
-                    perm &= !perm::WRITE;
-                }
-                let queues = Queues {
-                    read: config.read_queue_nums,
-                    write: config.write_queue_nums,
-                    perm,
-                    sys_flag: config.topic_sys_flag,
-                };
-                self.upsert_queues(topic, name, queues);
-            }
-        }
-        if changed {
-            for (topic, mapping) in &wrapper.topic_queue_mapping_info_map {
-                let bname = mapping.bname.clone().unwrap_or_default();
-                self.mappings
-                    .entry(TopicName::new(topic))
-                    .or_default()
-                    .insert(bname, mapping.clone());
-                self.invalidate_topic(topic);
-            }
-        }
-    }
-
     /// The HA and broker address of a group's master, if it is alive in `cluster`.
     fn live_master_of(
         &self,
@@ -398,10 +518,11 @@ impl RouteTables {
     }
 
     /// Puts one broker group's queues into a topic, creating the topic; replaces only when
-    /// different, so an unchanged registration leaves the encoded route in place.
-    pub(super) fn upsert_queues(&mut self, topic: &str, name: &BrokerName, queues: Queues) {
-        if !self.topics.contains_key(topic) {
-            info!(topic = %Clipped(topic), broker = %name, "new topic registered");
+    /// different, so an unchanged registration leaves the encoded route in place. True when the
+    /// topic is new.
+    pub(super) fn upsert_queues(&mut self, topic: &str, name: &BrokerName, queues: Queues) -> bool {
+        let created = !self.topics.contains_key(topic);
+        if created {
             self.topics
                 .insert(TopicName::new(topic), TopicEntry::default());
         }
@@ -411,6 +532,7 @@ impl RouteTables {
                 Self::drop_encoded(topic, entry, &mut self.cached_bytes, &mut self.changes);
             }
         }
+        created
     }
 
     /// Removes `name` from every topic `keep` rejects; drops topics left empty.

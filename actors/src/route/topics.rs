@@ -37,7 +37,9 @@ impl RouteTables {
                 perm: q.perm,
                 sys_flag: q.topic_sys_flag,
             };
-            self.upsert_queues(topic, &name, queues);
+            if self.upsert_queues(topic, &name, queues) {
+                info!(topic = %Clipped(topic), broker = %name, "new topic registered");
+            }
         }
     }
 

@@ -14,6 +14,7 @@ mod cache;
 mod liveness;
 mod queries;
 mod register;
+mod slices;
 
 const CLUSTER: &str = "Default_Cluster";
 const BROKER: &str = "Default_Broker";
