@@ -39,6 +39,18 @@ pub trait Recover: Actor {
 /// dropped, which it sees as a closed mailbox for that one request.
 pub struct Contained<R>(Option<R>);
 
+impl<R> Contained<R> {
+    /// A reply that did not panic.
+    pub fn reply(reply: R) -> Self {
+        Self(Some(reply))
+    }
+
+    /// The reply, or `None` after a panic.
+    pub fn into_reply(self) -> Option<R> {
+        self.0
+    }
+}
+
 impl<A, M, R> MessageResponse<A, M> for Contained<R>
 where
     A: Actor,

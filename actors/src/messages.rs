@@ -468,6 +468,11 @@ pub struct RouteStats {
     pub live_brokers: usize,
     /// Bytes held by cached encoded routes.
     pub cached_route_bytes: usize,
+    /// Registrations and unregistrations so large that their topics were walked in slices,
+    /// with questions answered in between (docs/actors.md#large-registrations).
+    pub sliced_changes: u64,
+    /// Changes that waited for such a walk to end before they ran.
+    pub waited_changes: u64,
 }
 
 /// Stops an actor on purpose; its Supervisor restarts it at once. The route registry comes back

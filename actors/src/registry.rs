@@ -15,9 +15,17 @@ use rmq_protocol::fastjson::JsonStyle;
 use tracing::{debug, info, warn};
 
 use crate::contain::{contain, Contained, Recover};
+
+/// The reply of a change: once the route caches have it.
+type Answer<M> = ResponseFuture<<M as Message>::Result>;
 use crate::messages::*;
-use crate::route::{ExpiredBroker, NeedTopics, RouteTables};
+use crate::route::{ExpiredBroker, RouteTables};
 use crate::settings::RegistrySettings;
+
+mod turns;
+
+pub use turns::TOPICS_PER_STEP;
+use turns::{Turn, Turns};
 
 /// Mailbox capacity: senders wait (backpressure) once this many messages are queued.
 pub const REGISTRY_MAILBOX: usize = 16 * 1024;
@@ -43,6 +51,8 @@ pub struct RouteRegistry {
     workers: Vec<Recipient<InvalidateRoutes>>,
     /// Handler panics contained so far.
     panics: u64,
+    /// The large registration being applied in slices, and the changes waiting for it.
+    turns: Turns,
 }
 
 fn new_tables(settings: &RegistrySettings) -> RouteTables {
@@ -68,6 +78,7 @@ impl RouteRegistry {
             generation: 0,
             workers,
             panics: 0,
+            turns: Turns::default(),
         }
     }
 
@@ -168,7 +179,7 @@ impl RouteRegistry {
     /// Empty tables, as after a restart: brokers fill them again within one registration
     /// period; settings, the KV copy and the generation survive (they are not derived from broker
     /// traffic).
-    fn reset(&mut self) {
+    fn reset(&mut self, ctx: &mut Context<Self>) {
         warn!(
             topics = self.tables.topic_count(),
             brokers = self.tables.live_count(),
@@ -179,20 +190,26 @@ impl RouteRegistry {
         self.started_at = Instant::now();
         // Every worker forgets what the old tables said.
         actix::spawn(self.publish());
+        // A registration half walked is dropped (its broker sends it again in 30 s); the
+        // changes that waited for it run against the new tables.
+        self.turns.abandon_walk();
+        if self.turns.waiting() > 0 {
+            self.next_turn(ctx);
+        }
     }
 }
 
 impl Supervised for RouteRegistry {
-    fn restarting(&mut self, _: &mut Self::Context) {
-        self.reset();
+    fn restarting(&mut self, ctx: &mut Self::Context) {
+        self.reset(ctx);
     }
 }
 
 impl Recover for RouteRegistry {
     const NAME: &'static str = "route registry";
 
-    fn recover(&mut self, _: &mut Self::Context) {
-        self.reset();
+    fn recover(&mut self, ctx: &mut Self::Context) {
+        self.reset(ctx);
     }
 
     fn count_panic(&mut self) {
@@ -207,50 +224,33 @@ impl Recover for RouteRegistry {
 contained_actor!(RouteRegistry);
 
 impl Handler<RegisterBroker> for RouteRegistry {
-    type Result = Contained<ResponseFuture<Result<RegisterBrokerReply, NeedTopics>>>;
+    type Result = Turn<RegisterBroker, turns::InTurn<RegisterBroker, Answer<RegisterBroker>>>;
 
     fn handle(&mut self, msg: RegisterBroker, ctx: &mut Context<Self>) -> Self::Result {
-        contain(
-            self,
-            ctx,
-            "RegisterBroker",
-            move |this, _| -> ResponseFuture<Result<RegisterBrokerReply, NeedTopics>> {
-                let outcome = this.tables.register(msg.registration, Instant::now());
-                let order_topic_config = if this.settings.return_order_topic_config_to_broker {
-                    this.order_topic_conf_body.clone()
-                } else {
-                    None
-                };
-                this.answer(outcome.map(|outcome| RegisterBrokerReply {
-                    outcome,
-                    order_topic_config,
-                }))
-            },
-        )
+        self.in_turn(ctx, "RegisterBroker", move |this, ctx| {
+            this.register(ctx, msg.registration)
+        })
     }
 }
 
 impl Handler<UnregisterBroker> for RouteRegistry {
-    type Result = Contained<ResponseFuture<()>>;
+    type Result = Turn<UnregisterBroker, turns::InTurn<UnregisterBroker, Answer<UnregisterBroker>>>;
 
     fn handle(&mut self, msg: UnregisterBroker, ctx: &mut Context<Self>) -> Self::Result {
-        contain(
-            self,
-            ctx,
-            "UnregisterBroker",
-            move |this, _| -> ResponseFuture<()> {
-                this.tables.unregister(std::slice::from_ref(&msg.request));
-                this.answer(())
-            },
-        )
+        self.in_turn(ctx, "UnregisterBroker", move |this, ctx| {
+            let sweep = this
+                .tables
+                .unregister_start(std::slice::from_ref(&msg.request));
+            this.swept(ctx, sweep, ())
+        })
     }
 }
 
 impl Handler<BrokerHeartbeat> for RouteRegistry {
-    type Result = Contained<()>;
+    type Result = Turn<BrokerHeartbeat, ()>;
 
     fn handle(&mut self, msg: BrokerHeartbeat, ctx: &mut Context<Self>) -> Self::Result {
-        contain(self, ctx, "BrokerHeartbeat", move |this, _| {
+        self.in_turn(ctx, "BrokerHeartbeat", move |this, _| {
             if !this.tables.heartbeat(&msg.instance, Instant::now()) {
                 debug!(broker = %msg.instance, "heartbeat from an unregistered broker ignored");
             }
@@ -259,10 +259,10 @@ impl Handler<BrokerHeartbeat> for RouteRegistry {
 }
 
 impl Handler<QueryDataVersion> for RouteRegistry {
-    type Result = Contained<MessageResult<QueryDataVersion>>;
+    type Result = Turn<QueryDataVersion, MessageResult<QueryDataVersion>>;
 
     fn handle(&mut self, msg: QueryDataVersion, ctx: &mut Context<Self>) -> Self::Result {
-        contain(self, ctx, "QueryDataVersion", move |this, _| {
+        self.in_turn(ctx, "QueryDataVersion", move |this, _| {
             let (changed, stored) =
                 this.tables
                     .query_data_version(&msg.instance, msg.version.as_ref(), Instant::now());
@@ -327,14 +327,13 @@ impl Handler<GetBrokerMemberGroup> for RouteRegistry {
 }
 
 impl Handler<WipeWritePerm> for RouteRegistry {
-    type Result = Contained<ResponseFuture<WipeTopicCount>>;
+    type Result = Turn<WipeWritePerm, Answer<WipeWritePerm>>;
 
     fn handle(&mut self, msg: WipeWritePerm, ctx: &mut Context<Self>) -> Self::Result {
-        contain(
-            self,
+        self.in_turn(
             ctx,
             "WipeWritePerm",
-            move |this, _| -> ResponseFuture<WipeTopicCount> {
+            move |this, _| -> Answer<WipeWritePerm> {
                 let count = WipeTopicCount(this.tables.wipe_write_perm(&msg.name));
                 this.answer(count)
             },
@@ -343,14 +342,13 @@ impl Handler<WipeWritePerm> for RouteRegistry {
 }
 
 impl Handler<AddWritePerm> for RouteRegistry {
-    type Result = Contained<ResponseFuture<AddTopicCount>>;
+    type Result = Turn<AddWritePerm, Answer<AddWritePerm>>;
 
     fn handle(&mut self, msg: AddWritePerm, ctx: &mut Context<Self>) -> Self::Result {
-        contain(
-            self,
+        self.in_turn(
             ctx,
             "AddWritePerm",
-            move |this, _| -> ResponseFuture<AddTopicCount> {
+            move |this, _| -> Answer<AddWritePerm> {
                 let count = AddTopicCount(this.tables.add_write_perm(&msg.name));
                 this.answer(count)
             },
@@ -385,30 +383,24 @@ impl Handler<GetTopicList> for RouteRegistry {
 }
 
 impl Handler<DeleteTopic> for RouteRegistry {
-    type Result = Contained<ResponseFuture<()>>;
+    type Result = Turn<DeleteTopic, Answer<DeleteTopic>>;
 
     fn handle(&mut self, msg: DeleteTopic, ctx: &mut Context<Self>) -> Self::Result {
-        contain(
-            self,
-            ctx,
-            "DeleteTopic",
-            move |this, _| -> ResponseFuture<()> {
-                this.tables.delete_topic(&msg.topic, msg.cluster.as_deref());
-                this.answer(())
-            },
-        )
+        self.in_turn(ctx, "DeleteTopic", move |this, _| -> Answer<DeleteTopic> {
+            this.tables.delete_topic(&msg.topic, msg.cluster.as_deref());
+            this.answer(())
+        })
     }
 }
 
 impl Handler<RegisterTopic> for RouteRegistry {
-    type Result = Contained<ResponseFuture<()>>;
+    type Result = Turn<RegisterTopic, Answer<RegisterTopic>>;
 
     fn handle(&mut self, msg: RegisterTopic, ctx: &mut Context<Self>) -> Self::Result {
-        contain(
-            self,
+        self.in_turn(
             ctx,
             "RegisterTopic",
-            move |this, _| -> ResponseFuture<()> {
+            move |this, _| -> Answer<RegisterTopic> {
                 this.tables.register_topic(&msg.topic, &msg.queue_datas);
                 this.answer(())
             },
@@ -417,46 +409,36 @@ impl Handler<RegisterTopic> for RouteRegistry {
 }
 
 impl Handler<ScanInactive> for RouteRegistry {
-    type Result = Contained<ResponseFuture<Vec<ExpiredBroker>>>;
+    type Result = Turn<ScanInactive, turns::InTurn<ScanInactive, Answer<ScanInactive>>>;
 
     fn handle(&mut self, msg: ScanInactive, ctx: &mut Context<Self>) -> Self::Result {
-        contain(
-            self,
-            ctx,
-            "ScanInactive",
-            move |this, _| -> ResponseFuture<Vec<ExpiredBroker>> {
-                let expired: Vec<ExpiredBroker> = this.tables.scan_inactive(msg.now);
-                this.answer(expired)
-            },
-        )
+        self.in_turn(ctx, "ScanInactive", move |this, ctx| {
+            let (expired, sweep): (Vec<ExpiredBroker>, _) =
+                this.tables.scan_inactive_start(msg.now);
+            this.swept(ctx, sweep, expired)
+        })
     }
 }
 
 impl Handler<ChannelClosed> for RouteRegistry {
-    type Result = Contained<ResponseFuture<()>>;
+    type Result = Turn<ChannelClosed, turns::InTurn<ChannelClosed, Answer<ChannelClosed>>>;
 
     fn handle(&mut self, msg: ChannelClosed, ctx: &mut Context<Self>) -> Self::Result {
-        contain(
-            self,
-            ctx,
-            "ChannelClosed",
-            move |this, _| -> ResponseFuture<()> {
-                this.tables.channel_closed(msg.conn);
-                this.answer(())
-            },
-        )
+        self.in_turn(ctx, "ChannelClosed", move |this, ctx| {
+            let (_, sweep) = this.tables.channel_closed_start(msg.conn);
+            this.swept(ctx, sweep, ())
+        })
     }
 }
 
 impl Handler<ApplySettings> for RouteRegistry {
-    type Result = Contained<ResponseFuture<()>>;
+    type Result = Turn<ApplySettings, Answer<ApplySettings>>;
 
     fn handle(&mut self, msg: ApplySettings, ctx: &mut Context<Self>) -> Self::Result {
-        contain(
-            self,
+        self.in_turn(
             ctx,
             "ApplySettings",
-            move |this, _| -> ResponseFuture<()> {
+            move |this, _| -> Answer<ApplySettings> {
                 let new = msg.settings;
                 // Switches that change what a route shows, or whether it may be shown (the ready
                 // window), make every cached route go.
@@ -478,14 +460,13 @@ impl Handler<ApplySettings> for RouteRegistry {
 }
 
 impl Handler<OrderTopicConfChanged> for RouteRegistry {
-    type Result = Contained<ResponseFuture<()>>;
+    type Result = Turn<OrderTopicConfChanged, Answer<OrderTopicConfChanged>>;
 
     fn handle(&mut self, msg: OrderTopicConfChanged, ctx: &mut Context<Self>) -> Self::Result {
-        contain(
-            self,
+        self.in_turn(
             ctx,
             "OrderTopicConfChanged",
-            move |this, _| -> ResponseFuture<()> {
+            move |this, _| -> Answer<OrderTopicConfChanged> {
                 // Routes show the value only with orderMessageEnable, but it may be switched on later:
                 // drop the encoded routes of every topic whose value changed either way.
                 let new = msg.table.clone().unwrap_or_default();
@@ -553,6 +534,8 @@ impl Handler<GetRouteStats> for RouteRegistry {
                 clusters: this.tables.cluster_count(),
                 live_brokers: this.tables.live_count(),
                 cached_route_bytes: this.tables.cached_bytes(),
+                sliced_changes: this.turns.sliced(),
+                waited_changes: this.turns.waited(),
             })
         })
     }
