@@ -12,8 +12,10 @@
 //! connections of that thread looking up and filling.
 //!
 //! A fill can race with a change: a body the registry produced before a change may arrive after
-//! the change's invalidation. Bodies carry the generation they were produced at, and a topic
-//! remembers the generation of its last invalidation, so such a body is refused.
+//! the change's invalidation. Bodies carry the generation they were produced at, and the cache
+//! remembers the generation of the newest change it applied, so such a body is refused (as is,
+//! rarely, a body that raced with a change of another topic: one more miss). Only topics with a
+//! body have an entry, so a change of many topics the thread never held costs a lookup each.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -30,8 +32,7 @@ use crate::contain::{contain, Contained, Recover};
 use crate::messages::InvalidateRoutes;
 use crate::route::{RouteChanges, TopicName};
 
-/// Entries (with or without bodies) a worker keeps before it forgets what it only remembers as
-/// invalidated.
+/// Topics a worker keeps bodies of, at most (the byte budget usually binds first).
 const MAX_ENTRIES: usize = 256 * 1024;
 
 /// Which NameServer a worker cache belongs to (several can run in one process).
@@ -46,12 +47,9 @@ impl CacheId {
     }
 }
 
-/// One topic in a worker cache.
+/// One topic in a worker cache: at least one of its bodies (legacy and standard JSON).
 #[derive(Debug, Default)]
 struct Cached {
-    /// The generation of the last invalidation seen for the topic.
-    invalidated_at: u64,
-    /// Legacy and standard JSON.
     bodies: [Option<Bytes>; 2],
 }
 
@@ -62,12 +60,15 @@ fn slot(style: JsonStyle) -> usize {
     }
 }
 
-/// The routes one worker thread holds.
+/// The routes one worker thread holds. Only topics with a body have an entry: a change to a
+/// topic the worker does not hold costs one lookup and leaves nothing behind, so a registration
+/// of 100,000 new topics does not fill the cache with their names.
 #[derive(Debug)]
 pub struct WorkerRoutes {
     entries: HashMap<TopicName, Cached>,
-    /// No body produced before this generation may be filled in (after "all changed", or after
-    /// forgetting invalidated topics).
+    /// No body produced before this generation may be filled in for a topic without an entry:
+    /// the newest change seen of any topic the worker did not hold (or dropped). A fill that
+    /// races with a change of another topic is refused too, which only costs one more miss.
     floor: u64,
     bytes: usize,
     limit: usize,
@@ -89,18 +90,19 @@ impl WorkerRoutes {
         self.entries.get(topic)?.bodies[slot(style)].clone()
     }
 
-    /// Keeps a body the registry produced at `generation`, unless the topic changed since.
+    /// Keeps a body the registry produced at `generation`, unless its topic may have changed
+    /// since.
     pub fn fill(&mut self, topic: &str, style: JsonStyle, body: Bytes, generation: u64) {
         if generation < self.floor || self.bytes + body.len() > self.limit {
             return;
         }
         if self.entries.len() >= MAX_ENTRIES && !self.entries.contains_key(topic) {
-            self.forget_invalidated();
-        }
-        let cached = self.entries.entry(TopicName::new(topic)).or_default();
-        if generation < cached.invalidated_at {
             return;
         }
+        let cached = match self.entries.get_mut(topic) {
+            Some(cached) => cached,
+            None => self.entries.entry(TopicName::new(topic)).or_default(),
+        };
         let slot = &mut cached.bodies[slot(style)];
         self.bytes = self.bytes - slot.as_ref().map_or(0, Bytes::len) + body.len();
         *slot = Some(body);
@@ -108,45 +110,32 @@ impl WorkerRoutes {
 
     /// Applies a change of the registry.
     pub fn invalidate(&mut self, change: &InvalidateRoutes) {
+        self.floor = self.floor.max(change.generation);
         if change.changes.all {
             self.entries.clear();
             self.bytes = 0;
-            self.floor = self.floor.max(change.generation);
             return;
         }
         for topic in &change.changes.topics {
-            let cached = match self.entries.get_mut(topic.as_str()) {
-                Some(cached) => cached,
-                None => self.entries.entry(topic.clone()).or_default(),
-            };
-            cached.invalidated_at = cached.invalidated_at.max(change.generation);
-            for body in cached.bodies.iter_mut() {
-                if let Some(body) = body.take() {
-                    self.bytes = self.bytes.saturating_sub(body.len());
-                }
+            if let Some(cached) = self.entries.remove(topic.as_str()) {
+                let held: usize = cached.bodies.iter().flatten().map(Bytes::len).sum();
+                self.bytes = self.bytes.saturating_sub(held);
             }
         }
-        if self.entries.len() > MAX_ENTRIES {
-            self.forget_invalidated();
-        }
-    }
-
-    /// Drops the entries without bodies; what they remembered is kept as the floor.
-    fn forget_invalidated(&mut self) {
-        let newest = self
-            .entries
-            .values()
-            .map(|c| c.invalidated_at)
-            .max()
-            .unwrap_or(0);
-        self.entries
-            .retain(|_, cached| cached.bodies.iter().any(Option::is_some));
-        self.floor = self.floor.max(newest);
     }
 
     /// Bytes of bodies held.
     pub fn bytes(&self) -> usize {
         self.bytes
+    }
+
+    /// Topics held.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
     }
 }
 
@@ -313,14 +302,15 @@ mod tests {
     }
 
     #[test]
-    fn forgetting_invalidated_topics_keeps_their_lesson() {
+    fn a_change_of_topics_not_held_leaves_nothing_behind() {
         let mut cache = WorkerRoutes::new(1 << 20);
         cache.fill("Keep", JsonStyle::Legacy, Bytes::from_static(b"k"), 5);
         let many: Vec<String> = (0..MAX_ENTRIES + 1).map(|i| format!("t{i}")).collect();
         let refs: Vec<&str> = many.iter().map(String::as_str).collect();
         cache.invalidate(&change(9, &refs, false));
-        assert!(cache.entries.len() <= MAX_ENTRIES);
-        // A late body of a forgotten topic is still refused.
+        assert_eq!(cache.len(), 1);
+        assert_eq!(cache.get("Keep", JsonStyle::Legacy).unwrap(), "k");
+        // A late body of a changed topic is still refused; a newer one is kept.
         cache.fill("t7", JsonStyle::Legacy, Bytes::from_static(b"old"), 8);
         assert_eq!(cache.get("t7", JsonStyle::Legacy), None);
         cache.fill("t7", JsonStyle::Legacy, Bytes::from_static(b"new"), 9);
