@@ -37,6 +37,11 @@ struct Cli {
     /// Log filter, e.g. "debug" (overrides log.level).
     #[arg(long, value_name = "FILTER")]
     log_level: Option<String>,
+    /// Serve metrics, health, the address list and the status page over HTTP on this address,
+    /// e.g. 127.0.0.1:8080 (overrides http.listen; off by default).
+    #[arg(long, value_name = "HOST:PORT")]
+    http_listen: Option<SocketAddr>,
+
     /// Print the effective configuration as TOML and exit.
     #[arg(short = 'p', long)]
     print_config: bool,
@@ -57,6 +62,7 @@ fn main() -> ExitCode {
         kv_path: cli.kv_config_path.clone(),
         config_store_path: cli.config_store_path.clone(),
         log_level: cli.log_level.clone(),
+        http_listen: cli.http_listen,
     };
     let config = match Config::load(cli.config.as_deref(), std::env::vars(), &overrides) {
         Ok(config) => config,
