@@ -13,6 +13,9 @@ bench/soak.sh 60s  # chaos and soak, short: faults injected, nothing may be lost
 echo "== release build for the interop suite"
 cargo build --release --locked
 
+# contrib/: alert rules (promtool), dashboard queries against the exported metrics, systemd unit.
+contrib/check.sh --binary target/release/rmq-namesrv
+
 echo "== interop peers (cached in interop/.cache/)"
 interop/setup.sh
 
