@@ -40,6 +40,9 @@ struct ReplyTo {
     opaque: i32,
     oneway: bool,
     serialize_type: rmq_protocol::SerializeType,
+    /// The request's code and when its frame was read, for the metrics.
+    code: i32,
+    read_at: Instant,
 }
 
 /// One connection. See the module docs.
@@ -159,6 +162,8 @@ impl Connection {
                     opaque: cmd.opaque,
                     oneway: false,
                     serialize_type: cmd.serialize_type,
+                    code: cmd.code,
+                    read_at: Instant::now(),
                 };
                 drop(_entered);
                 self.reply(reply_to, go_away(), ctx);
@@ -169,6 +174,8 @@ impl Connection {
             opaque: cmd.opaque,
             oneway: cmd.is_oneway(),
             serialize_type: cmd.serialize_type,
+            code: cmd.code,
+            read_at: Instant::now(),
         };
         drop(_entered);
         let share = Rc::clone(&self.share);
@@ -307,6 +314,10 @@ impl Connection {
     }
 
     fn reply(&mut self, reply_to: ReplyTo, mut response: RemotingCommand, ctx: &mut Context<Self>) {
+        let answered = (!reply_to.oneway).then_some(response.code);
+        if let Ok(mut metrics) = self.share.metrics.try_borrow_mut() {
+            metrics.request(reply_to.code, answered, reply_to.read_at.elapsed());
+        }
         if reply_to.oneway {
             return;
         }
@@ -449,6 +460,9 @@ impl Connection {
                 ctx.stop();
             }
             Err(err) => {
+                if let Ok(mut metrics) = self.share.metrics.try_borrow_mut() {
+                    metrics.frame_error(&err);
+                }
                 self.refused(
                     Limit::BadInput,
                     format!("bad frame, closing connection: {err}"),
@@ -516,6 +530,16 @@ impl Responder for Answering<'_> {
     fn admit(&mut self, class: Class) -> Result<(), RemotingCommand> {
         self.conn.admit(class)
     }
+
+    fn route_cache_counted(&mut self, hit: bool) {
+        if let Ok(mut metrics) = self.conn.share.metrics.try_borrow_mut() {
+            if hit {
+                metrics.route_cache_hit();
+            } else {
+                metrics.route_cache_miss();
+            }
+        }
+    }
 }
 
 impl Actor for Connection {
@@ -523,6 +547,9 @@ impl Actor for Connection {
 
     fn started(&mut self, ctx: &mut Self::Context) {
         debug!(parent: &self.span, "connection opened");
+        if let Ok(mut metrics) = self.share.metrics.try_borrow_mut() {
+            metrics.connection_opened();
+        }
         self.share.services.opened.do_send(ConnectionOpened {
             conn: self.id,
             peer: self.peer,
@@ -555,6 +582,9 @@ impl Connection {
     fn tell_closed(&mut self) {
         if std::mem::replace(&mut self.closed_told, true) {
             return;
+        }
+        if let Ok(mut metrics) = self.share.metrics.try_borrow_mut() {
+            metrics.connection_closed();
         }
         // Its queued bytes and pending requests no longer count against the thread's bounds.
         self.outbox.clear();

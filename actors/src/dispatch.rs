@@ -112,6 +112,8 @@ pub trait Responder {
     /// Whether a request of `class` may wait for an actor now; the error is the answer
     /// (SYSTEM_BUSY "[OVERLOAD]").
     fn admit(&mut self, class: Class) -> Result<(), RemotingCommand>;
+    /// Counts a route query answered from the route cache (`hit`) or asked of the registry.
+    fn route_cache_counted(&mut self, _hit: bool) {}
 }
 
 /// Sends `cmd` to the actor that answers its code, or answers it at once.
@@ -212,9 +214,11 @@ fn route_query(cmd: &RemotingCommand, to: &Services, out: &mut impl Responder) {
     let (topic, style, zone) = route_key(cmd);
     if let (Some(topic), None, Some(cache)) = (topic, zone, out.route_cache()) {
         if let Some(body) = cache.lookup(topic, style) {
+            out.route_cache_counted(true);
             out.answer(RemotingCommand::success().with_body(body));
             return;
         }
+        out.route_cache_counted(false);
     }
     if let Err(busy) = out.admit(Class::Read) {
         out.answer(busy);

@@ -21,8 +21,8 @@ use tracing::{error, info, warn};
 
 use crate::contain::{contain, contain_unit, Contained, Recover};
 use crate::messages::{
-    Body, DeleteKvConfig, FlushKv, GetKvConfig, GetKvList, KvReplyError, KvValue,
-    OrderTopicConfChanged, PutKvConfig, Restart,
+    Body, DeleteKvConfig, FlushKv, GetKvConfig, GetKvList, GetKvStats, KvReplyError, KvStats,
+    KvValue, OrderTopicConfChanged, PutKvConfig, Restart,
 };
 use crate::persist::write_atomically;
 
@@ -156,6 +156,8 @@ pub struct KvStore {
     waiters: Vec<(u64, oneshot::Sender<Result<(), String>>)>,
     /// Handler panics contained so far.
     panics: u64,
+    /// Writes of the file that failed, since start.
+    save_failures: u64,
 }
 
 impl KvStore {
@@ -176,6 +178,7 @@ impl KvStore {
             epoch: 0,
             waiters: Vec::new(),
             panics: 0,
+            save_failures: 0,
         }
     }
 
@@ -249,6 +252,7 @@ impl KvStore {
                     Err(join) => Err(format!("write task failed: {join}")),
                 };
                 if let Err(reason) = &outcome {
+                    act.save_failures += 1;
                     error!(path = %act.path.display(), error = %reason, "KV file not saved; kept in memory, retried with the next change");
                 }
                 let (done, pending): (Vec<_>, Vec<_>) = act.waiters.drain(..).partition(|(v, _)| *v <= version);
@@ -412,6 +416,21 @@ impl Handler<GetKvList> for KvStore {
                     namespace: msg.namespace.unwrap_or_else(|| "null".into()),
                 }),
             }
+        })
+    }
+}
+
+impl Handler<GetKvStats> for KvStore {
+    type Result = Contained<MessageResult<GetKvStats>>;
+
+    fn handle(&mut self, msg: GetKvStats, ctx: &mut Context<Self>) -> Self::Result {
+        contain(self, ctx, "GetKvStats", move |this, _| {
+            let all = &this.tables.table;
+            MessageResult(KvStats {
+                entries: all.values().map(BTreeMap::len).sum(),
+                save_failures: this.save_failures,
+                table: msg.with_table.then(|| all.clone()),
+            })
         })
     }
 }

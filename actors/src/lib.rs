@@ -18,6 +18,7 @@
 #[macro_use]
 pub mod contain;
 pub mod background;
+pub mod collect;
 pub mod connection;
 pub mod dispatch;
 pub mod housekeeping;
@@ -26,6 +27,7 @@ pub mod limits;
 pub mod listener;
 pub mod logging;
 pub mod messages;
+pub mod metrics;
 pub mod outbox;
 pub mod persist;
 pub mod registration;

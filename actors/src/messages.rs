@@ -453,6 +453,55 @@ pub struct BrokerStatus {
     pub since_last_update: std::time::Duration,
     pub data_version: DataVersion,
     pub conn: ConnId,
+    /// How long it may stay silent before the expiry scan drops it.
+    pub timeout: std::time::Duration,
+}
+
+/// Topics for the status page: those whose name contains `filter` (case-insensitive), sorted.
+#[derive(Debug, Message)]
+#[rtype(result = "TopicsOverview")]
+pub struct ListTopics {
+    pub filter: String,
+    pub limit: usize,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TopicsOverview {
+    /// Each topic with its queues per broker group.
+    pub topics: Vec<crate::route::TopicQueues>,
+    /// Topics that matched, shown or not.
+    pub matched: usize,
+}
+
+/// The KV store's size and health, for `/metrics` and the status page.
+#[derive(Debug, Message)]
+#[rtype(result = "KvStats")]
+pub struct GetKvStats {
+    /// Also a copy of every namespace (the status page).
+    pub with_table: bool,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct KvStats {
+    pub entries: usize,
+    /// Writes of the KV file that failed since start.
+    pub save_failures: u64,
+    pub table: Option<BTreeMap<String, BTreeMap<String, String>>>,
+}
+
+/// What the registry counted and holds, for `/metrics` and the status page.
+#[derive(Debug, Message)]
+#[rtype(result = "RegistryMetrics")]
+pub struct GetRegistryMetrics;
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RegistryMetrics {
+    pub stats: RouteStats,
+    pub counters: crate::route::RouteCounters,
+    /// Live broker instances per cluster.
+    pub live_by_cluster: BTreeMap<String, usize>,
+    /// Whether route queries are answered (false during the `need_wait_for_service` window).
+    pub ready: bool,
 }
 
 /// Table sizes of the registry.

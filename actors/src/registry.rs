@@ -113,6 +113,26 @@ impl RouteRegistry {
         })
     }
 
+    /// Whether route queries wait for brokers to register first (Java's ready check; its
+    /// cluster-test processor has none).
+    fn waiting_for_service(&self) -> bool {
+        self.settings.need_wait_for_service
+            && !self.cluster_test
+            && self.started_at.elapsed() < self.settings.wait_for_service
+    }
+
+    fn stats(&self) -> RouteStats {
+        RouteStats {
+            topics: self.tables.topic_count(),
+            broker_groups: self.tables.broker_group_count(),
+            clusters: self.tables.cluster_count(),
+            live_brokers: self.tables.live_count(),
+            cached_route_bytes: self.tables.cached_bytes(),
+            sliced_changes: self.turns.sliced(),
+            waited_changes: self.turns.waited(),
+        }
+    }
+
     /// Whether routes carry the ORDER_TOPIC_CONFIG value of their topic.
     fn shows_order_conf(&self) -> bool {
         self.settings.order_message_enable || self.cluster_test
@@ -185,7 +205,8 @@ impl RouteRegistry {
             brokers = self.tables.live_count(),
             "route registry restarting; routes come back with the next broker registrations"
         );
-        self.tables = new_tables(&self.settings);
+        let counters = self.tables.counters();
+        self.tables = new_tables(&self.settings).with_counters(counters);
         self.tables.invalidate_all();
         self.started_at = Instant::now();
         // Every worker forgets what the old tables said.
@@ -277,10 +298,7 @@ impl Handler<GetRouteInfo> for RouteRegistry {
     fn handle(&mut self, msg: GetRouteInfo, ctx: &mut Context<Self>) -> Self::Result {
         contain(self, ctx, "GetRouteInfo", move |this, _| {
             // Java's cluster-test processor has no ready check.
-            let waiting = this.settings.need_wait_for_service
-                && !this.cluster_test
-                && this.started_at.elapsed() < this.settings.wait_for_service;
-            if waiting {
+            if this.waiting_for_service() {
                 return Err(RouteError::NotReady);
             }
             let Some(topic) = msg.topic else {
@@ -517,6 +535,7 @@ impl Handler<ListBrokers> for RouteRegistry {
                     since_last_update: now.saturating_duration_since(live.last_update),
                     data_version: live.data_version,
                     conn: live.conn,
+                    timeout: live.timeout,
                 })
                 .collect()
         })
@@ -528,14 +547,32 @@ impl Handler<GetRouteStats> for RouteRegistry {
 
     fn handle(&mut self, _: GetRouteStats, ctx: &mut Context<Self>) -> Self::Result {
         contain(self, ctx, "GetRouteStats", move |this, _| {
-            MessageResult(RouteStats {
-                topics: this.tables.topic_count(),
-                broker_groups: this.tables.broker_group_count(),
-                clusters: this.tables.cluster_count(),
-                live_brokers: this.tables.live_count(),
-                cached_route_bytes: this.tables.cached_bytes(),
-                sliced_changes: this.turns.sliced(),
-                waited_changes: this.turns.waited(),
+            MessageResult(this.stats())
+        })
+    }
+}
+
+impl Handler<ListTopics> for RouteRegistry {
+    type Result = Contained<MessageResult<ListTopics>>;
+
+    fn handle(&mut self, msg: ListTopics, ctx: &mut Context<Self>) -> Self::Result {
+        contain(self, ctx, "ListTopics", move |this, _| {
+            let (topics, matched) = this.tables.topics_overview(&msg.filter, msg.limit);
+            MessageResult(TopicsOverview { topics, matched })
+        })
+    }
+}
+
+impl Handler<GetRegistryMetrics> for RouteRegistry {
+    type Result = Contained<MessageResult<GetRegistryMetrics>>;
+
+    fn handle(&mut self, _: GetRegistryMetrics, ctx: &mut Context<Self>) -> Self::Result {
+        contain(self, ctx, "GetRegistryMetrics", move |this, _| {
+            MessageResult(RegistryMetrics {
+                stats: this.stats(),
+                counters: this.tables.counters(),
+                live_by_cluster: this.tables.live_by_cluster(),
+                ready: !this.waiting_for_service(),
             })
         })
     }

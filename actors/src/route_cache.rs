@@ -158,6 +158,11 @@ impl WorkerCache {
         self.0.try_borrow().ok()?.get(topic, style)
     }
 
+    /// Bytes of bodies held (0 while the cache is being changed).
+    pub fn bytes(&self) -> usize {
+        self.0.try_borrow().map_or(0, |routes| routes.bytes())
+    }
+
     /// Keeps a body the registry produced at `generation` (see [`WorkerRoutes::fill`]).
     pub fn fill(&self, topic: &str, style: JsonStyle, body: Bytes, generation: u64) {
         if let Ok(mut routes) = self.0.try_borrow_mut() {
@@ -175,7 +180,7 @@ impl WorkerCache {
 /// The actor of a worker thread that applies the registry's changes to the thread's cache; it
 /// creates the cache when it starts and drops it when it stops.
 pub struct RouteCacheKeeper {
-    id: CacheId,
+    pub(crate) id: CacheId,
     limit: usize,
     /// The generation of the last change it was sent.
     generation: u64,

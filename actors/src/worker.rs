@@ -21,6 +21,7 @@ use actix::Recipient;
 
 use crate::dispatch::{Class, Services};
 use crate::messages::ConnectionClosed;
+use crate::metrics::SharedMetrics;
 use crate::route_cache::CacheId;
 use crate::settings::ServerSettings;
 
@@ -34,6 +35,8 @@ pub struct WorkerShare {
     /// Told when a connection stops, to free its slot.
     pub listener: Recipient<ConnectionClosed>,
     pub bounds: Bounds,
+    /// What this thread's connections count for `/metrics` (crate::metrics).
+    pub metrics: SharedMetrics,
 }
 
 /// This thread's shares of the admission and outbound bounds, and what they count.
@@ -87,10 +90,16 @@ impl WorkerShare {
                 per_worker(settings.max_pending_writes),
                 per_worker(settings.max_queued_bytes),
             ),
+            metrics: crate::metrics::of_this_thread(services.route_cache),
             services,
             settings,
             listener,
         }
+    }
+
+    /// This thread's share of NameServer `id`, while a connection holds it.
+    pub fn find(id: CacheId) -> Option<Rc<WorkerShare>> {
+        SHARES.with(|shares| shares.borrow().get(&id).and_then(Weak::upgrade))
     }
 }
 
@@ -120,6 +129,11 @@ impl Bounds {
     }
 
     /// A request started waiting for an actor.
+    /// Requests of this thread waiting for an actor.
+    pub fn pending(&self) -> usize {
+        self.pending.get()
+    }
+
     pub fn pending_started(&self) {
         self.pending.set(self.pending.get() + 1);
     }

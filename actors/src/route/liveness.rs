@@ -87,6 +87,7 @@ impl RouteTables {
         if expired.is_empty() {
             return (expired, None);
         }
+        self.counters.expiries += expired.len() as u64;
         expired.sort_by(|a, b| a.instance.cmp(&b.instance));
         let mut requests = Vec::with_capacity(expired.len());
         for gone in &expired {
@@ -131,6 +132,7 @@ impl RouteTables {
         };
         let sweep = match self.resolve(&instance) {
             Some(request) => {
+                self.counters.channel_close_removals += 1;
                 info!(broker = %instance, conn = %conn, "broker connection closed, unregistering");
                 self.unregister_start(std::slice::from_ref(&request))
             }

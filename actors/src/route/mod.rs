@@ -16,11 +16,12 @@ pub use ids::{
     BrokerAddr, BrokerId, BrokerInstance, BrokerName, ClusterName, ConnId, TopicName, MASTER_ID,
 };
 pub use liveness::{ExpiredBroker, Sweep, Unregistration};
+pub use queries::TopicQueues;
 pub use register::{
     NeedTopics, RegisterOutcome, RegisterWalk, Registering, Registration, TopicSummary, TopicTable,
     TopicsPayload, TOPICS_PER_STEP,
 };
 pub use tables::{
-    BrokerGroup, LiveBroker, Queues, RouteChanges, RouteOptions, RouteTables,
+    BrokerGroup, LiveBroker, Queues, RouteChanges, RouteCounters, RouteOptions, RouteTables,
     DEFAULT_BROKER_EXPIRY, DEFAULT_ROUTE_CACHE_BYTES, SYNC_BROKER_MEMBER_GROUP_PREFIX,
 };

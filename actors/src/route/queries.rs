@@ -7,8 +7,13 @@ use rmq_protocol::body::{
     perm, sys_flag, BrokerMemberGroup, ClusterInfo, QueueData, TopicList, TopicRouteData,
 };
 
-use super::ids::{BrokerId, BrokerInstance, BrokerName, MASTER_ID};
-use super::tables::{BrokerGroup, LiveBroker, RouteTables, SYNC_BROKER_MEMBER_GROUP_PREFIX};
+use super::ids::{BrokerId, BrokerInstance, BrokerName, TopicName, MASTER_ID};
+use super::tables::{
+    BrokerGroup, LiveBroker, Queues, RouteTables, SYNC_BROKER_MEMBER_GROUP_PREFIX,
+};
+
+/// A topic with its queues per broker group (the status page).
+pub type TopicQueues = (String, Vec<(String, Queues)>);
 
 impl RouteTables {
     /// Every topic name (GET_ALL_TOPIC_LIST_FROM_NAMESERVER).
@@ -138,6 +143,15 @@ impl RouteTables {
         self.live.len()
     }
 
+    /// Live broker instances per cluster.
+    pub fn live_by_cluster(&self) -> std::collections::BTreeMap<String, usize> {
+        let mut out = std::collections::BTreeMap::new();
+        for instance in self.live.keys() {
+            *out.entry(instance.cluster.as_str().to_owned()).or_insert(0) += 1;
+        }
+        out
+    }
+
     /// Every live broker instance with its group name and id (if a group lists it), sorted.
     #[allow(clippy::type_complexity)]
     pub fn live_instances(
@@ -156,6 +170,37 @@ impl RouteTables {
             .collect();
         all.sort_by(|a, b| a.0.cmp(&b.0));
         all
+    }
+
+    /// Topics whose name contains `filter` (case-insensitive; all when empty), sorted, at most
+    /// `limit`, with their queues per broker group; and how many topics matched in all.
+    pub fn topics_overview(
+        &self,
+        filter: &str,
+        limit: usize,
+    ) -> (Vec<TopicQueues>, usize) {
+        let filter = filter.to_lowercase();
+        let mut matched: Vec<&TopicName> = self
+            .topics
+            .keys()
+            .filter(|t| filter.is_empty() || t.as_str().to_lowercase().contains(&filter))
+            .collect();
+        let total = matched.len();
+        matched.sort_unstable();
+        let shown = matched
+            .into_iter()
+            .take(limit)
+            .filter_map(|t| {
+                let entry = self.topics.get(t.as_str())?;
+                let queues = entry
+                    .queues
+                    .iter()
+                    .map(|(name, q)| (name.as_str().to_owned(), *q))
+                    .collect();
+                Some((t.as_str().to_owned(), queues))
+            })
+            .collect();
+        (shown, total)
     }
 
     pub fn broker_group_count(&self) -> usize {

@@ -431,7 +431,12 @@ impl RouteTables {
             },
         );
         if previous.is_none() {
+            self.counters.registrations_new += 1;
             info!(broker = %name, id = reg.id, addr = %reg.addr, cluster = %reg.cluster, conn = %reg.conn, "new broker registered");
+        } else if matches!(reg.topics, TopicsPayload::Same(_)) {
+            self.counters.registrations_unchanged_body += 1;
+        } else {
+            self.counters.registrations_refreshed += 1;
         }
 
         // 12. Filter servers.

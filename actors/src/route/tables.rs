@@ -131,6 +131,21 @@ impl RouteChanges {
     }
 }
 
+/// What the tables counted since the server started (they survive a registry reset).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RouteCounters {
+    /// Registrations of a broker instance not live before.
+    pub registrations_new: u64,
+    /// Re-registrations of a live instance whose body was decoded.
+    pub registrations_refreshed: u64,
+    /// Re-registrations recognised byte for byte, taken without decoding their body.
+    pub registrations_unchanged_body: u64,
+    /// Brokers dropped by the expiry scan.
+    pub expiries: u64,
+    /// Brokers removed because their connection closed.
+    pub channel_close_removals: u64,
+}
+
 /// All route state of a NameServer. See the module docs.
 #[derive(Debug)]
 pub struct RouteTables {
@@ -152,6 +167,7 @@ pub struct RouteTables {
     /// Counts every removal of a QueueData: a re-registration may skip re-checking its topics
     /// only if nothing was removed since it last applied them.
     pub(super) queue_removals: u64,
+    pub(super) counters: RouteCounters,
 }
 
 impl Default for RouteTables {
@@ -175,6 +191,7 @@ impl RouteTables {
             cache_limit,
             default_expiry: DEFAULT_BROKER_EXPIRY,
             queue_removals: 0,
+            counters: RouteCounters::default(),
         }
     }
 
@@ -182,6 +199,16 @@ impl RouteTables {
     pub fn with_default_expiry(mut self, expiry: Duration) -> Self {
         self.default_expiry = expiry;
         self
+    }
+
+    /// Continues the counts of earlier tables (after a reset).
+    pub fn with_counters(mut self, counters: RouteCounters) -> Self {
+        self.counters = counters;
+        self
+    }
+
+    pub fn counters(&self) -> RouteCounters {
+        self.counters
     }
 
     pub fn options(&self) -> RouteOptions {
