@@ -47,6 +47,8 @@
 //! The actors run under supervisors; see the README for what survives a restart.
 
 pub mod config;
+pub mod health;
+mod http;
 pub mod java_keys;
 pub mod java_props;
 pub mod product_env;

@@ -27,6 +27,8 @@ use rmq_transport::TlsMode;
 use tracing::{info, warn};
 
 use crate::config::{expand_home, Config};
+pub use crate::health::{ActorStatus, Health};
+use crate::http::{HttpPort, Observed};
 use crate::product_env::ProductEnv;
 use crate::runtime_config::RuntimeConfig;
 
@@ -50,6 +52,12 @@ pub enum StartError {
     Tls(#[from] TlsError),
     #[error("no actix System is running; start the NameServer from inside one")]
     NoSystem,
+    #[error("cannot listen on {addr} (http.listen): {source}")]
+    Http {
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 /// A NameServer to start. See the crate docs for the three ways to run one.
@@ -237,6 +245,38 @@ impl NameServer {
             "name server started"
         );
 
+        let (accepting, accepting_rx) = tokio::sync::watch::channel(true);
+        let http = match config.http.listen {
+            None => None,
+            Some(addr) => {
+                let bound = std::net::TcpListener::bind(addr)
+                    .and_then(|l| l.set_nonblocking(true).map(|()| l))
+                    .map_err(|source| StartError::Http { addr, source })?;
+                let probe_contained = contained.clone();
+                let probe_listener = listener.clone();
+                let observed = Observed {
+                    routes: routes.clone(),
+                    kv: kv.clone(),
+                    housekeeping: housekeeping.clone(),
+                    limits: limits.clone(),
+                    keepers: contained.keepers.clone(),
+                    health: Arc::new(move || {
+                        let contained = probe_contained.clone();
+                        let listener = probe_listener.clone();
+                        Box::pin(async move { health_of(&contained, &listener).await })
+                    }),
+                    accepting: accepting_rx,
+                    remoting: local_addr,
+                    started: Instant::now(),
+                    http: config.http.clone(),
+                };
+                Some(
+                    crate::http::start(bound, observed)
+                        .map_err(|source| StartError::Http { addr, source })?,
+                )
+            }
+        };
+
         let mut arbiters = workers;
         arbiters.push(registry_arbiter);
         Ok(NameServerHandle {
@@ -254,12 +294,15 @@ impl NameServer {
                 .server
                 .shutdown_gracefully
                 .then_some(config.server.shutdown_wait),
+            http,
+            accepting,
         })
     }
 }
 
 /// A running NameServer: its address, its actors, and a graceful stop.
 /// The actors whose handler panics are contained, for health reports and fault injection.
+#[derive(Clone)]
 struct Contained {
     routes: Addr<RouteRegistry>,
     kv: Addr<KvStore>,
@@ -305,6 +348,17 @@ impl Contained {
     }
 }
 
+/// Every actor's health: the contained ones, then the listener.
+async fn health_of(contained: &Contained, listener: &Addr<Listener>) -> Health {
+    let mut actors = contained.health().await;
+    actors.push(ActorStatus {
+        actor: "listener",
+        alive: listener.connected(),
+        panics: 0,
+    });
+    Health { actors }
+}
+
 /// One contained actor's health: `alive` unless its task is gone (a panic that could not be
 /// contained); `panics` contained so far (0 when it could not be asked).
 async fn ask<A>(addr: &Addr<A>) -> ActorStatus
@@ -322,35 +376,6 @@ where
 /// How long a health query waits for a busy actor.
 const HEALTH_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// The health of a running server ([`NameServerHandle::health`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Health {
-    /// Every long-lived actor: the route registry, KV store, housekeeping, runtime config, the
-    /// product-environment client (cluster-test mode), each connection thread's route cache
-    /// keeper, then the listener.
-    pub actors: Vec<ActorStatus>,
-}
-
-impl Health {
-    /// Whether every actor is alive: a server that is not cannot answer some requests and will
-    /// not recover by itself (the daemon exits non-zero when it sees this).
-    pub fn serving(&self) -> bool {
-        self.actors.iter().all(|a| a.alive)
-    }
-
-    /// Handler panics contained so far, all actors together.
-    pub fn panics(&self) -> u64 {
-        self.actors.iter().map(|a| a.panics).sum()
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ActorStatus {
-    pub actor: &'static str,
-    pub alive: bool,
-    pub panics: u64,
-}
-
 pub struct NameServerHandle {
     local_addr: SocketAddr,
     routes: Addr<RouteRegistry>,
@@ -364,6 +389,10 @@ pub struct NameServerHandle {
     shutdown_grace: Duration,
     /// `server.shutdown_wait` when `server.shutdown_gracefully`.
     drain: Option<Duration>,
+    /// The HTTP port, when `http.listen` is set.
+    http: Option<HttpPort>,
+    /// Tells the HTTP port's `/ready` that a stop began.
+    accepting: tokio::sync::watch::Sender<bool>,
 }
 
 impl NameServerHandle {
@@ -390,13 +419,13 @@ impl NameServerHandle {
     /// Whether every actor is alive, and the handler panics each has contained
     /// (docs/actors.md#supervision-and-panics).
     pub async fn health(&self) -> Health {
-        let mut actors = self.contained.health().await;
-        actors.push(ActorStatus {
-            actor: "listener",
-            alive: self.listener.connected(),
-            panics: 0,
-        });
-        Health { actors }
+        health_of(&self.contained, &self.listener).await
+    }
+
+    /// The address of the HTTP port (metrics, health, address server, status page), when
+    /// `http.listen` is set.
+    pub fn http_addr(&self) -> Option<SocketAddr> {
+        self.http.as_ref().map(HttpPort::local_addr)
     }
 
     /// Number of open connections.
@@ -447,6 +476,7 @@ impl NameServerHandle {
     /// accepting, closes every connection (waiting up to `server.shutdown_grace`), waits for the
     /// KV store to be on disk, and stops the server's arbiters.
     pub async fn stop(self) {
+        let _ = self.accepting.send(false);
         if let Some(wait) = self.drain {
             let told = self.housekeeping.send(DrainAll).await.unwrap_or(0);
             info!(connections = told, wait = ?wait, "draining: 5.x clients are answered GO_AWAY");
@@ -470,6 +500,9 @@ impl NameServerHandle {
             Ok(true) => {}
             Ok(false) => warn!("the KV store has changes that could not be saved"),
             Err(err) => warn!(error = %err, "KV store unavailable during stop"),
+        }
+        if let Some(http) = &self.http {
+            http.stop().await;
         }
         for arbiter in &self.arbiters {
             arbiter.stop();

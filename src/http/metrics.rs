@@ -1,0 +1,408 @@
+//! `GET /metrics`: a scrape asks each actor for its figures (every connection thread for its
+//! counters, the registry, the KV store, the limits, housekeeping), merges them into one
+//! [`Scrape`] and encodes it with prometheus-client. Nothing is counted on the request path but
+//! the connection threads' own counters (docs/metrics.md).
+
+use std::collections::BTreeMap;
+
+use actix_web::http::header::{CacheControl, CacheDirective};
+use actix_web::{web, HttpResponse};
+use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::registry::Registry;
+use rmq_actors::limits::{Limit, LimitCounts};
+use rmq_actors::messages::{
+    GetKvStats, GetRegistryMetrics, GoAwayCount, KvStats, OpenConnections, RegistryMetrics,
+};
+use rmq_actors::metrics::{CollectWorkerMetrics, WorkerSnapshot, LATENCY_BOUNDS, OTHER_CODE};
+use rmq_protocol::RequestCode;
+
+use super::Observed;
+use crate::health::Health;
+
+/// Everything one scrape shows.
+#[derive(Debug, Default)]
+pub(crate) struct Scrape {
+    pub workers: WorkerSnapshot,
+    pub registry: RegistryMetrics,
+    pub kv: KvStats,
+    pub limits: Vec<(Limit, u64)>,
+    pub open_connections: usize,
+    pub go_away: u64,
+    pub health: Option<Health>,
+}
+
+/// Collects a scrape from every actor; an actor that does not answer contributes nothing.
+pub(crate) async fn collect(observed: &Observed, with_kv_table: bool) -> Scrape {
+    let mut scrape = Scrape::default();
+    for keeper in &observed.keepers {
+        if let Ok(worker) = keeper.send(CollectWorkerMetrics).await {
+            scrape.workers.merge(&worker);
+        }
+    }
+    scrape.registry = observed
+        .routes
+        .send(GetRegistryMetrics)
+        .await
+        .unwrap_or_default();
+    scrape.kv = observed
+        .kv
+        .send(GetKvStats {
+            with_table: with_kv_table,
+        })
+        .await
+        .unwrap_or_default();
+    scrape.limits = observed.limits.send(LimitCounts).await.unwrap_or_default();
+    scrape.open_connections = observed
+        .housekeeping
+        .send(OpenConnections)
+        .await
+        .unwrap_or(0);
+    scrape.go_away = observed.housekeeping.send(GoAwayCount).await.unwrap_or(0);
+    scrape.health = Some((observed.health)().await);
+    scrape
+}
+
+pub(crate) async fn scrape(observed: web::Data<Observed>) -> HttpResponse {
+    let scrape = collect(&observed, false).await;
+    let mut registry = Registry::with_prefix("rmq_namesrv");
+    registry.register_collector(Box::new(Collected(scrape)));
+    let mut text = String::new();
+    match prometheus_client::encoding::text::encode(&mut text, &registry) {
+        Ok(()) => HttpResponse::Ok()
+            .content_type("application/openmetrics-text; version=1.0.0; charset=utf-8")
+            .insert_header(CacheControl(vec![CacheDirective::NoStore]))
+            .body(text),
+        Err(err) => HttpResponse::InternalServerError().body(format!("cannot encode: {err}\n")),
+    }
+}
+
+/// One scrape as a prometheus-client collector.
+#[derive(Debug)]
+struct Collected(Scrape);
+
+/// A value with its labels, encoded as one sample of a family.
+fn sample(
+    encoder: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    kind: MetricType,
+    samples: &[(Vec<(&'static str, String)>, f64)],
+) -> Result<(), std::fmt::Error> {
+    let mut family = encoder.encode_descriptor(name, help, None, kind)?;
+    for (labels, value) in samples {
+        let mut metric = family.encode_family(labels)?;
+        match kind {
+            MetricType::Counter => {
+                // Counters are whole numbers here.
+                metric.encode_counter::<NoLabelSet, _, u64>(&(*value as u64), None)?
+            }
+            _ => metric.encode_gauge(&(*value as i64))?,
+        }
+    }
+    Ok(())
+}
+
+fn one(value: f64) -> Vec<(Vec<(&'static str, String)>, f64)> {
+    vec![(Vec::new(), value)]
+}
+
+/// The `code` and `request` labels of a request code.
+fn code_names(code: i32) -> (String, &'static str) {
+    if code == OTHER_CODE {
+        ("other".to_owned(), "OTHER")
+    } else {
+        (
+            code.to_string(),
+            RequestCode(code).name().unwrap_or("UNKNOWN"),
+        )
+    }
+}
+
+fn code_labels(code: i32) -> Vec<(&'static str, String)> {
+    let (code, name) = code_names(code);
+    vec![("code", code), ("request", name.to_owned())]
+}
+
+impl prometheus_client::collector::Collector for Collected {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        use MetricType::{Counter, Gauge};
+        let s = &self.0;
+        let e = &mut encoder;
+
+        sample(
+            e,
+            "build_info",
+            "This build (value 1).",
+            Gauge,
+            &[(
+                vec![
+                    ("version", env!("CARGO_PKG_VERSION").to_owned()),
+                    ("rocketmq_version", "V5_3_3".to_owned()),
+                ],
+                1.0,
+            )],
+        )?;
+
+        let mut requests = Vec::new();
+        for (code, stats) in &s.workers.requests {
+            for (response, n) in &stats.responses {
+                let mut labels = code_labels(*code);
+                labels.push((
+                    "response_code",
+                    response.map_or_else(|| "none".to_owned(), |r| r.to_string()),
+                ));
+                requests.push((labels, *n as f64));
+            }
+        }
+        sample(
+            e,
+            "requests",
+            "Requests answered, by request and response code.",
+            Counter,
+            &requests,
+        )?;
+
+        {
+            let mut durations = e.encode_descriptor(
+                "request_duration_seconds",
+                "From a request's frame read to its answer queued.",
+                None,
+                MetricType::Histogram,
+            )?;
+            for (code, stats) in &s.workers.requests {
+                let labels = code_labels(*code);
+                let buckets: Vec<(f64, u64)> = LATENCY_BOUNDS
+                    .iter()
+                    .copied()
+                    .chain(std::iter::once(f64::INFINITY))
+                    .zip(stats.buckets.iter().copied())
+                    .collect();
+                durations
+                    .encode_family(&labels)?
+                    .encode_histogram::<NoLabelSet>(
+                        stats.sum_seconds,
+                        stats.count,
+                        &buckets,
+                        None,
+                    )?;
+            }
+        }
+
+        let c = &s.registry.counters;
+        sample(
+            e,
+            "registrations",
+            "REGISTER_BROKER applied: new instance, refreshed (body decoded), unchanged body (not decoded).",
+            Counter,
+            &[
+                (vec![("kind", "new".to_owned())], c.registrations_new as f64),
+                (vec![("kind", "refreshed".to_owned())], c.registrations_refreshed as f64),
+                (vec![("kind", "unchanged_body".to_owned())], c.registrations_unchanged_body as f64),
+            ],
+        )?;
+        sample(
+            e,
+            "broker_expiries",
+            "Brokers dropped by the expiry scan.",
+            Counter,
+            &one(c.expiries as f64),
+        )?;
+        sample(
+            e,
+            "broker_channel_close_removals",
+            "Brokers removed because their connection closed.",
+            Counter,
+            &one(c.channel_close_removals as f64),
+        )?;
+        let live: Vec<_> = s
+            .registry
+            .live_by_cluster
+            .iter()
+            .map(|(cluster, n)| (vec![("cluster", cluster.clone())], *n as f64))
+            .collect();
+        sample(
+            e,
+            "live_brokers",
+            "Live broker instances per cluster.",
+            Gauge,
+            &live,
+        )?;
+        let stats = &s.registry.stats;
+        sample(
+            e,
+            "broker_groups",
+            "Broker groups (broker names).",
+            Gauge,
+            &one(stats.broker_groups as f64),
+        )?;
+        sample(
+            e,
+            "clusters",
+            "Clusters.",
+            Gauge,
+            &one(stats.clusters as f64),
+        )?;
+        sample(
+            e,
+            "topics",
+            "Topics in the route table.",
+            Gauge,
+            &one(stats.topics as f64),
+        )?;
+
+        sample(
+            e,
+            "connections_open",
+            "Open client connections.",
+            Gauge,
+            &one(s.open_connections as f64),
+        )?;
+        sample(
+            e,
+            "connections_accepted",
+            "Connections accepted.",
+            Counter,
+            &one(s.workers.connections_opened as f64),
+        )?;
+        let refused_by = |limit: Limit| {
+            s.limits
+                .iter()
+                .find(|(l, _)| *l == limit)
+                .map_or(0, |(_, n)| *n) as f64
+        };
+        sample(
+            e,
+            "connections_refused",
+            "Connections refused at accept, by reason.",
+            Counter,
+            &[
+                (
+                    vec![("reason", "max_connections".to_owned())],
+                    refused_by(Limit::Connections),
+                ),
+                (
+                    vec![("reason", "max_connections_per_source".to_owned())],
+                    refused_by(Limit::ConnectionsPerSource),
+                ),
+            ],
+        )?;
+        let frame_errors: Vec<_> = ["too_large", "length", "serialize_type", "header", "other"]
+            .iter()
+            .map(|kind| {
+                let n = s.workers.frame_errors.get(kind).copied().unwrap_or(0);
+                (vec![("kind", (*kind).to_owned())], n as f64)
+            })
+            .collect();
+        sample(
+            e,
+            "frame_errors",
+            "Bad frames that closed their connection, by kind.",
+            Counter,
+            &frame_errors,
+        )?;
+        let limits: Vec<_> = Limit::ALL
+            .iter()
+            .map(|limit| (vec![("limit", limit.name().to_owned())], refused_by(*limit)))
+            .collect();
+        sample(
+            e,
+            "limit_refusals",
+            "Refusals of docs/limits.md, by limit.",
+            Counter,
+            &limits,
+        )?;
+
+        sample(
+            e,
+            "route_cache_hits",
+            "Route queries answered from a connection thread's cache.",
+            Counter,
+            &one(s.workers.route_cache_hits as f64),
+        )?;
+        sample(
+            e,
+            "route_cache_misses",
+            "Route queries asked of the registry.",
+            Counter,
+            &one(s.workers.route_cache_misses as f64),
+        )?;
+        sample(
+            e,
+            "route_cache_bytes",
+            "Bytes of encoded routes held by the connection threads' caches.",
+            Gauge,
+            &one(s.workers.route_cache_bytes as f64),
+        )?;
+        sample(
+            e,
+            "kv_entries",
+            "KV entries, all namespaces.",
+            Gauge,
+            &one(s.kv.entries as f64),
+        )?;
+        sample(
+            e,
+            "kv_save_failures",
+            "KV file writes that failed.",
+            Counter,
+            &one(s.kv.save_failures as f64),
+        )?;
+        sample(
+            e,
+            "pending_requests",
+            "Requests waiting for an actor (the registry's and KV store's mailboxes).",
+            Gauge,
+            &one(s.workers.pending_requests as f64),
+        )?;
+        if let Some(health) = &s.health {
+            let panics: Vec<_> = health
+                .actors
+                .iter()
+                .map(|a| (vec![("actor", a.actor.to_owned())], a.panics as f64))
+                .collect();
+            sample(
+                e,
+                "actor_panics",
+                "Handler panics contained, by actor.",
+                Counter,
+                &panics,
+            )?;
+            let alive: Vec<_> = health
+                .actors
+                .iter()
+                .map(|a| {
+                    (
+                        vec![("actor", a.actor.to_owned())],
+                        if a.alive { 1.0 } else { 0.0 },
+                    )
+                })
+                .collect();
+            sample(
+                e,
+                "actor_alive",
+                "1 while the actor answers, 0 once it is lost.",
+                Gauge,
+                &alive,
+            )?;
+        }
+        sample(
+            e,
+            "go_away",
+            "Requests answered GO_AWAY during a graceful drain.",
+            Counter,
+            &one(s.go_away as f64),
+        )?;
+        Ok(())
+    }
+}
+
+/// Requests answered per request name, all response codes together (the status page).
+pub(crate) fn requests_by_name(workers: &WorkerSnapshot) -> BTreeMap<String, u64> {
+    let mut out = BTreeMap::new();
+    for (code, stats) in &workers.requests {
+        let (code, name) = code_names(*code);
+        *out.entry(format!("{name} ({code})")).or_insert(0) += stats.count;
+    }
+    out
+}

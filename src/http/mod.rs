@@ -1,0 +1,206 @@
+//! The HTTP port (docs/metrics.md): `/metrics`, `/health`, `/ready`, `/rocketmq/{subgroup}` (the
+//! address server RocketMQ clients poll), the status page `/` and its JSON `/api/...`. An
+//! actix-web server on the NameServer's own System: its handlers ask the server's actors by
+//! message, exactly as a connection does, and change nothing.
+
+mod metrics;
+mod status;
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use actix::Addr;
+use actix_web::dev::ServerHandle;
+use actix_web::http::header::{CacheControl, CacheDirective, ContentType};
+use actix_web::{web, App, HttpResponse, HttpServer};
+use rmq_actors::housekeeping::Housekeeping;
+use rmq_actors::kv::KvStore;
+use rmq_actors::limits::Limits;
+use rmq_actors::messages::GetRegistryMetrics;
+use rmq_actors::registry::RouteRegistry;
+use rmq_actors::route_cache::RouteCacheKeeper;
+use tokio::sync::watch;
+use tracing::info;
+
+use crate::config::HttpConfig;
+use crate::health::Health;
+
+/// What the HTTP handlers read: the actors' addresses and fixed facts. Cloned into each
+/// actix-web worker; nothing in it is mutable.
+#[derive(Clone)]
+pub(crate) struct Observed {
+    pub routes: Addr<RouteRegistry>,
+    pub kv: Addr<KvStore>,
+    pub housekeeping: Addr<Housekeeping>,
+    pub limits: Addr<Limits>,
+    pub keepers: Vec<Addr<RouteCacheKeeper>>,
+    /// Each actor's health, as the embedding API reports it.
+    pub health: HealthProbe,
+    /// False once a stop began (the remoting port no longer accepts).
+    pub accepting: watch::Receiver<bool>,
+    /// The remoting port's address.
+    pub remoting: SocketAddr,
+    pub started: Instant,
+    pub http: HttpConfig,
+}
+
+/// Asks every actor whether it is alive (the handle's health check, shared with the HTTP port).
+pub(crate) type HealthProbe = std::sync::Arc<
+    dyn Fn() -> std::pin::Pin<Box<dyn std::future::Future<Output = Health>>> + Send + Sync,
+>;
+
+/// The running HTTP port.
+pub struct HttpPort {
+    addr: SocketAddr,
+    handle: ServerHandle,
+}
+
+impl HttpPort {
+    /// The address it listens on (with the real port when bound to port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Stops serving (open requests get a moment to finish).
+    pub async fn stop(&self) {
+        self.handle.stop(true).await;
+    }
+}
+
+/// How long a stop lets open HTTP requests finish.
+const HTTP_SHUTDOWN: Duration = Duration::from_secs(2);
+
+/// Starts the HTTP port on `listener` (bound by the caller, so a bind error names the address
+/// before anything starts). Must run inside an actix System.
+pub(crate) fn start(
+    listener: std::net::TcpListener,
+    observed: Observed,
+) -> std::io::Result<HttpPort> {
+    let addr = listener.local_addr()?;
+    let data = web::Data::new(observed);
+    let server = HttpServer::new(move || {
+        App::new()
+            .app_data(data.clone())
+            .route("/metrics", web::get().to(metrics::scrape))
+            .route("/health", web::get().to(health))
+            .route("/ready", web::get().to(ready))
+            .route("/rocketmq/{subgroup}", web::get().to(nsaddr))
+            .route("/", web::get().to(status::page))
+            .route("/api/status", web::get().to(status::api))
+            .default_service(web::to(not_found))
+    })
+    .workers(1)
+    .disable_signals()
+    .shutdown_timeout(HTTP_SHUTDOWN.as_secs())
+    .listen(listener)?
+    .run();
+    let handle = server.handle();
+    actix::spawn(async move {
+        if let Err(err) = server.await {
+            tracing::error!(error = %err, "HTTP port stopped");
+        }
+    });
+    info!(%addr, "HTTP port started (metrics, health, address server, status page)");
+    Ok(HttpPort { addr, handle })
+}
+
+fn text(body: String) -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type(ContentType::plaintext())
+        .insert_header(CacheControl(vec![CacheDirective::NoStore]))
+        .body(body)
+}
+
+async fn not_found() -> HttpResponse {
+    HttpResponse::NotFound()
+        .content_type(ContentType::plaintext())
+        .body("not found: see docs/metrics.md for the paths of this port\n")
+}
+
+/// 200 when every actor answers, 503 naming those that do not.
+async fn health(observed: web::Data<Observed>) -> HttpResponse {
+    let health = (observed.health)().await;
+    let lost: Vec<&str> = health
+        .actors
+        .iter()
+        .filter(|a| !a.alive)
+        .map(|a| a.actor)
+        .collect();
+    if lost.is_empty() {
+        text(format!(
+            "ok: {} actors alive, {} panics contained\n",
+            health.actors.len(),
+            health.panics()
+        ))
+    } else {
+        HttpResponse::ServiceUnavailable()
+            .content_type(ContentType::plaintext())
+            .body(format!("unhealthy: lost {}\n", lost.join(", ")))
+    }
+}
+
+/// 200 when the remoting port accepts and the registry answers routes (past the
+/// `need_wait_for_service` window when that is on); 503 saying why not.
+async fn ready(observed: web::Data<Observed>) -> HttpResponse {
+    if !*observed.accepting.borrow() {
+        return unavailable("stopping: no longer accepting connections");
+    }
+    match observed.routes.send(GetRegistryMetrics).await {
+        Ok(metrics) if metrics.ready => text("ready\n".to_owned()),
+        Ok(_) => unavailable("waiting for brokers (registry.need_wait_for_service)"),
+        Err(err) => unavailable(&format!("route registry unavailable: {err}")),
+    }
+}
+
+fn unavailable(why: &str) -> HttpResponse {
+    HttpResponse::ServiceUnavailable()
+        .content_type(ContentType::plaintext())
+        .body(format!("not ready: {why}\n"))
+}
+
+/// The address list of `rocketmq.namesrv.domain`: `host:port;host:port`, one line. Clients ask
+/// `/rocketmq/nsaddr`, `/rocketmq/nsaddr-{unit}?nofix=1` or another subgroup; every subgroup
+/// gets the same list (query parameters are ignored).
+async fn nsaddr(observed: web::Data<Observed>) -> HttpResponse {
+    match address_list(&observed.http, observed.remoting) {
+        Some(list) => text(format!("{list}\n")),
+        None => HttpResponse::NotFound()
+            .content_type(ContentType::plaintext())
+            .body(
+                "no address to announce: set http.nsaddr (the fleet's addresses) or \
+                 http.advertised_address, or listen on a specific address\n",
+            ),
+    }
+}
+
+/// What `/rocketmq/nsaddr` answers: `http.nsaddr`; else the remoting address when it is a
+/// specific one; else `http.advertised_address`.
+pub(crate) fn address_list(http: &HttpConfig, remoting: SocketAddr) -> Option<String> {
+    let fleet = http.nsaddr_list();
+    if !fleet.is_empty() {
+        return Some(fleet.join(";"));
+    }
+    if !remoting.ip().is_unspecified() {
+        return Some(remoting.to_string());
+    }
+    let advertised = http.advertised_address.trim();
+    (!advertised.is_empty()).then(|| advertised.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_address_list_prefers_the_fleet_then_the_own_address_then_the_advertised() {
+        let mut http = HttpConfig::default();
+        let any: SocketAddr = "0.0.0.0:9876".parse().unwrap();
+        let own: SocketAddr = "10.1.2.3:9876".parse().unwrap();
+        assert_eq!(address_list(&http, any), None);
+        assert_eq!(address_list(&http, own).as_deref(), Some("10.1.2.3:9876"));
+        http.advertised_address = "ns.example:9876".into();
+        assert_eq!(address_list(&http, any).as_deref(), Some("ns.example:9876"));
+        http.nsaddr = " a:9876 ; b:9876;".into();
+        assert_eq!(address_list(&http, own).as_deref(), Some("a:9876;b:9876"));
+    }
+}

@@ -1,0 +1,420 @@
+//! The status page `GET /` and its data `GET /api/status`: clusters, broker groups with each
+//! address, role, data version, heartbeat age and expiry countdown; topics with their queues and
+//! permissions (searchable with `?topic=`); KV namespaces; connections; key counters. The HTML
+//! is rendered here, with no script, build step or external asset, and reloads itself every
+//! `http.page_refresh`.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::time::Duration;
+
+use actix_web::http::header::{CacheControl, CacheDirective, ContentType};
+use actix_web::{web, HttpResponse};
+use rmq_actors::messages::{BrokerStatus, ListBrokers, ListConnections, ListTopics};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::metrics::{collect, requests_by_name};
+use super::Observed;
+
+/// Topics shown at most (the search narrows them).
+const TOPICS_SHOWN: usize = 500;
+/// Connections listed at most.
+const CONNECTIONS_SHOWN: usize = 500;
+/// KV values and other client-given strings are shown clipped to this many characters.
+const VALUE_SHOWN: usize = 200;
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct Query {
+    /// Show topics whose name contains this (case-insensitive).
+    #[serde(default)]
+    topic: String,
+}
+
+/// Everything the page shows, as JSON.
+async fn status(observed: &Observed, filter: &str) -> Value {
+    let scrape = collect(observed, true).await;
+    let brokers = observed.routes.send(ListBrokers).await.unwrap_or_default();
+    let topics = observed
+        .routes
+        .send(ListTopics {
+            filter: clip(filter, VALUE_SHOWN),
+            limit: TOPICS_SHOWN,
+        })
+        .await
+        .unwrap_or_default();
+    let connections = observed
+        .housekeeping
+        .send(ListConnections)
+        .await
+        .unwrap_or_default();
+
+    let mut clusters: BTreeMap<&str, BTreeMap<String, Vec<Value>>> = BTreeMap::new();
+    for broker in &brokers {
+        clusters
+            .entry(broker.cluster.as_str())
+            .or_default()
+            .entry(broker.name.clone().unwrap_or_else(|| "(no group)".into()))
+            .or_default()
+            .push(broker_json(broker));
+    }
+    let clusters: Vec<Value> = clusters
+        .into_iter()
+        .map(|(cluster, groups)| {
+            json!({
+                "cluster": cluster,
+                "groups": groups.into_iter().map(|(name, brokers)| json!({
+                    "name": name,
+                    "brokers": brokers,
+                })).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    let topics_json: Vec<Value> = topics
+        .topics
+        .iter()
+        .map(|(topic, queues)| {
+            json!({
+                "topic": topic,
+                "queues": queues.iter().map(|(broker, q)| json!({
+                    "broker": broker,
+                    "read": q.read,
+                    "write": q.write,
+                    "perm": q.perm,
+                    "perm_text": perm_text(q.perm),
+                })).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    let kv: Vec<Value> = scrape
+        .kv
+        .table
+        .iter()
+        .flatten()
+        .map(|(namespace, entries)| {
+            json!({
+                "namespace": clip(namespace, VALUE_SHOWN),
+                "entries": entries.iter().map(|(k, v)| json!({
+                    "key": clip(k, VALUE_SHOWN),
+                    "value": clip(v, VALUE_SHOWN),
+                    "value_len": v.len(),
+                })).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    let health = scrape.health.as_ref();
+    json!({
+        "server": {
+            "version": env!("CARGO_PKG_VERSION"),
+            "remoting_address": observed.remoting.to_string(),
+            "uptime_seconds": observed.started.elapsed().as_secs(),
+            "ready": scrape.registry.ready,
+            "healthy": health.is_none_or(|h| h.serving()),
+            "panics_contained": health.map_or(0, |h| h.panics()),
+        },
+        "counters": {
+            "live_brokers": scrape.registry.stats.live_brokers,
+            "broker_groups": scrape.registry.stats.broker_groups,
+            "clusters": scrape.registry.stats.clusters,
+            "topics": scrape.registry.stats.topics,
+            "connections_open": scrape.open_connections,
+            "kv_entries": scrape.kv.entries,
+            "kv_save_failures": scrape.kv.save_failures,
+            "registrations_new": scrape.registry.counters.registrations_new,
+            "registrations_refreshed": scrape.registry.counters.registrations_refreshed,
+            "registrations_unchanged_body": scrape.registry.counters.registrations_unchanged_body,
+            "broker_expiries": scrape.registry.counters.expiries,
+            "broker_channel_close_removals": scrape.registry.counters.channel_close_removals,
+            "route_cache_hits": scrape.workers.route_cache_hits,
+            "route_cache_misses": scrape.workers.route_cache_misses,
+            "requests": requests_by_name(&scrape.workers),
+        },
+        "clusters": clusters,
+        "topics": {
+            "filter": clip(filter, VALUE_SHOWN),
+            "matched": topics.matched,
+            "shown": topics_json,
+        },
+        "kv": kv,
+        "connections": {
+            "open": connections.len(),
+            "shown": connections.iter().take(CONNECTIONS_SHOWN).map(|c| json!({
+                "conn": c.conn.to_string(),
+                "peer": c.peer.to_string(),
+                "tls": c.tls,
+            })).collect::<Vec<_>>(),
+        },
+        "refresh_seconds": observed.http.page_refresh.as_secs().max(1),
+    })
+}
+
+fn broker_json(broker: &BrokerStatus) -> Value {
+    let age = broker.since_last_update;
+    let expires_in = broker.timeout.saturating_sub(age);
+    json!({
+        "address": broker.addr,
+        "id": broker.id,
+        "role": match broker.id {
+            Some(0) => "master",
+            Some(_) => "slave",
+            None => "unlisted",
+        },
+        "data_version": {
+            "counter": broker.data_version.counter,
+            "state_version": broker.data_version.state_version,
+            "timestamp": broker.data_version.timestamp,
+        },
+        "heartbeat_age_seconds": secs(age),
+        "expires_in_seconds": secs(expires_in),
+        "connection": broker.conn.to_string(),
+    })
+}
+
+fn secs(d: Duration) -> f64 {
+    (d.as_secs_f64() * 10.0).round() / 10.0
+}
+
+fn perm_text(perm: i32) -> String {
+    use rmq_protocol::body::perm;
+    let mut text = String::new();
+    text.push(if perm & perm::READ != 0 { 'R' } else { '-' });
+    text.push(if perm & perm::WRITE != 0 { 'W' } else { '-' });
+    text.push(if perm & perm::INHERIT != 0 { 'X' } else { '-' });
+    text
+}
+
+/// At most `max` characters of `text`, with "…" when cut.
+fn clip(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_owned(),
+    }
+}
+
+pub(crate) async fn api(observed: web::Data<Observed>, query: web::Query<Query>) -> HttpResponse {
+    HttpResponse::Ok()
+        .insert_header(CacheControl(vec![CacheDirective::NoStore]))
+        .json(status(&observed, &query.topic).await)
+}
+
+pub(crate) async fn page(observed: web::Data<Observed>, query: web::Query<Query>) -> HttpResponse {
+    let data = status(&observed, &query.topic).await;
+    HttpResponse::Ok()
+        .content_type(ContentType::html())
+        .insert_header(CacheControl(vec![CacheDirective::NoStore]))
+        .body(render(&data))
+}
+
+/// HTML-escapes a value's text.
+fn esc(value: &Value) -> String {
+    let text = match value {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    };
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn items(value: &Value) -> &[Value] {
+    value.as_array().map_or(&[], Vec::as_slice)
+}
+
+const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:1.5em;color:#222}\
+h1{font-size:1.4em}h2{font-size:1.15em;margin-top:1.6em;border-bottom:1px solid #ccc}\
+table{border-collapse:collapse;margin:.4em 0}td,th{border:1px solid #ddd;padding:.2em .6em;\
+text-align:left;font-size:.92em}th{background:#f4f4f4}.ok{color:#176f2c}.bad{color:#b00020}\
+.muted{color:#777}.cards span{display:inline-block;border:1px solid #ddd;border-radius:4px;\
+padding:.3em .7em;margin:.2em}";
+
+/// The page, from the status JSON.
+fn render(d: &Value) -> String {
+    let mut h = String::with_capacity(16 * 1024);
+    let server = &d["server"];
+    let refresh = d["refresh_seconds"].as_u64().unwrap_or(5);
+    let filter = esc(&d["topics"]["filter"]);
+    let _ = write!(
+        h,
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta http-equiv=\"refresh\" content=\"{refresh}\">\
+         <title>rmq-namesrv {addr}</title><style>{STYLE}</style></head><body>\
+         <h1>rmq-namesrv <span id=\"address\">{addr}</span></h1><p>version {version}, up {up} s, \
+         <span id=\"health\" class=\"{hclass}\">{health}</span>, \
+         <span id=\"ready\" class=\"{rclass}\">{ready}</span></p>",
+        addr = esc(&server["remoting_address"]),
+        version = esc(&server["version"]),
+        up = esc(&server["uptime_seconds"]),
+        hclass = if server["healthy"].as_bool() == Some(true) {
+            "ok"
+        } else {
+            "bad"
+        },
+        health = if server["healthy"].as_bool() == Some(true) {
+            "healthy"
+        } else {
+            "UNHEALTHY"
+        },
+        rclass = if server["ready"].as_bool() == Some(true) {
+            "ok"
+        } else {
+            "bad"
+        },
+        ready = if server["ready"].as_bool() == Some(true) {
+            "ready"
+        } else {
+            "not ready"
+        },
+    );
+
+    h.push_str("<h2>Counters</h2><div class=\"cards\" id=\"counters\">");
+    if let Some(counters) = d["counters"].as_object() {
+        for (name, value) in counters {
+            if name != "requests" {
+                let _ = write!(
+                    h,
+                    "<span>{}: <b>{}</b></span>",
+                    esc(&json!(name)),
+                    esc(value)
+                );
+            }
+        }
+    }
+    h.push_str("</div><table id=\"requests\"><tr><th>request</th><th>answered</th></tr>");
+    if let Some(requests) = d["counters"]["requests"].as_object() {
+        for (name, n) in requests {
+            let _ = write!(
+                h,
+                "<tr><td>{}</td><td>{}</td></tr>",
+                esc(&json!(name)),
+                esc(n)
+            );
+        }
+    }
+    h.push_str("</table>");
+
+    h.push_str("<h2>Clusters</h2>");
+    if items(&d["clusters"]).is_empty() {
+        h.push_str("<p class=\"muted\">No broker registered.</p>");
+    }
+    for cluster in items(&d["clusters"]) {
+        let _ = write!(
+            h,
+            "<h3 class=\"cluster\">{}</h3><table><tr><th>broker group</th><th>id</th><th>role</th>\
+             <th>address</th><th>data version</th><th>heartbeat age</th><th>expires in</th></tr>",
+            esc(&cluster["cluster"])
+        );
+        for group in items(&cluster["groups"]) {
+            for broker in items(&group["brokers"]) {
+                let _ = write!(
+                    h,
+                    "<tr class=\"broker\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
+                     <td>{}/{}</td><td>{} s</td><td>{} s</td></tr>",
+                    esc(&group["name"]),
+                    esc(&broker["id"]),
+                    esc(&broker["role"]),
+                    esc(&broker["address"]),
+                    esc(&broker["data_version"]["counter"]),
+                    esc(&broker["data_version"]["state_version"]),
+                    esc(&broker["heartbeat_age_seconds"]),
+                    esc(&broker["expires_in_seconds"]),
+                );
+            }
+        }
+        h.push_str("</table>");
+    }
+
+    let _ = write!(
+        h,
+        "<h2>Topics</h2><form method=\"get\" action=\"/\"><input name=\"topic\" value=\"{filter}\" \
+         placeholder=\"topic name contains\"> <button type=\"submit\">Search</button></form>\
+         <p class=\"muted\">{matched} matching, {shown} shown</p><table id=\"topics\"><tr><th>topic</th>\
+         <th>broker group</th><th>read</th><th>write</th><th>perm</th></tr>",
+        matched = esc(&d["topics"]["matched"]),
+        shown = items(&d["topics"]["shown"]).len(),
+    );
+    for topic in items(&d["topics"]["shown"]) {
+        for q in items(&topic["queues"]) {
+            let _ = write!(
+                h,
+                "<tr class=\"topic\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{} ({})</td></tr>",
+                esc(&topic["topic"]),
+                esc(&q["broker"]),
+                esc(&q["read"]),
+                esc(&q["write"]),
+                esc(&q["perm_text"]),
+                esc(&q["perm"]),
+            );
+        }
+    }
+    h.push_str("</table>");
+
+    h.push_str("<h2>KV namespaces</h2>");
+    if items(&d["kv"]).is_empty() {
+        h.push_str("<p class=\"muted\">No KV entry.</p>");
+    }
+    for ns in items(&d["kv"]) {
+        let _ = write!(
+            h,
+            "<h3 class=\"namespace\">{}</h3><table><tr><th>key</th><th>value</th></tr>",
+            esc(&ns["namespace"])
+        );
+        for entry in items(&ns["entries"]) {
+            let _ = write!(
+                h,
+                "<tr><td>{}</td><td>{}</td></tr>",
+                esc(&entry["key"]),
+                esc(&entry["value"])
+            );
+        }
+        h.push_str("</table>");
+    }
+
+    let _ = write!(
+        h,
+        "<h2>Connections</h2><p>{} open</p><table id=\"connections\"><tr><th>connection</th>\
+         <th>peer</th><th>TLS</th></tr>",
+        esc(&d["connections"]["open"])
+    );
+    for c in items(&d["connections"]["shown"]) {
+        let _ = write!(
+            h,
+            "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&c["conn"]),
+            esc(&c["peer"]),
+            esc(&c["tls"])
+        );
+    }
+    h.push_str(
+        "</table><p class=\"muted\">Also: <a href=\"/metrics\">/metrics</a>, \
+         <a href=\"/health\">/health</a>, <a href=\"/ready\">/ready</a>, \
+         <a href=\"/rocketmq/nsaddr\">/rocketmq/nsaddr</a>, \
+         <a href=\"/api/status\">/api/status</a></p></body></html>",
+    );
+    h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn client_text_is_escaped_and_clipped() {
+        assert_eq!(
+            esc(&json!("<b a=\"x\">&'")),
+            "&lt;b a=&quot;x&quot;&gt;&amp;&#39;"
+        );
+        assert_eq!(clip("héllo", 2), "hé…");
+        assert_eq!(clip("hi", 2), "hi");
+        assert_eq!(perm_text(6), "RW-");
+    }
+}
