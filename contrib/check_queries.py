@@ -234,10 +234,9 @@ def dashboard_queries(dashboard, problems):
     queries = []
     templating = dashboard.get("templating", {}).get("list", [])
     variables = {v.get("name"): v for v in templating}
-    if "DS_PROMETHEUS" not in variables and not any(
-        i.get("name") == "DS_PROMETHEUS" for i in dashboard.get("__inputs", [])
-    ):
-        problems.append("dashboard: no DS_PROMETHEUS data source variable or input")
+    ds = variables.get("DS_PROMETHEUS") or {}
+    if ds.get("type") != "datasource" or ds.get("query") != "prometheus":
+        problems.append("dashboard: no Prometheus data source variable DS_PROMETHEUS")
     cluster = variables.get("cluster")
     if cluster is None:
         problems.append("dashboard: no 'cluster' variable")
