@@ -141,12 +141,16 @@ pub struct ActorHealth {
     pub panics: u64,
 }
 
-/// A fault for tests: the receiving actor's handler panics (and the panic is contained). Only in
-/// builds with debug assertions (tests, dev builds); release builds do not have it.
+/// A fault for tests: the receiving actor's handler panics (and the panic is contained; with
+/// `lose`, it is not, and the actor is gone for good, as after a panic that cannot be
+/// contained). Only in builds with debug assertions (tests, dev builds); release builds do not
+/// have it.
 #[cfg(debug_assertions)]
 #[derive(Debug, Clone, Copy, Message)]
 #[rtype(result = "()")]
-pub struct InjectPanic;
+pub struct InjectPanic {
+    pub lose: bool,
+}
 
 /// The handlers every contained actor answers: [`GetHealth`] and, with debug assertions,
 /// [`InjectPanic`]. The actor implements [`Recover`].
@@ -174,9 +178,12 @@ macro_rules! contained_actor {
 
             fn handle(
                 &mut self,
-                _: $crate::contain::InjectPanic,
+                fault: $crate::contain::InjectPanic,
                 ctx: &mut <$actor as ::actix::Actor>::Context,
             ) -> Self::Result {
+                if fault.lose {
+                    panic!("injected fault, not contained");
+                }
                 $crate::contain::contain(self, ctx, "InjectPanic", |_, _| panic!("injected fault"))
             }
         }

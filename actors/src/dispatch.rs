@@ -200,7 +200,8 @@ fn inject_fault(cmd: &RemotingCommand, to: &Services) -> RemotingCommand {
     }
     match to.faults.iter().find(|(name, _)| *name == actor) {
         Some((_, target)) => {
-            target.do_send(crate::contain::InjectPanic);
+            let lose = ExtReader::of(cmd).get("lose").is_some_and(|v| v == "true");
+            target.do_send(crate::contain::InjectPanic { lose });
             RemotingCommand::success()
         }
         None => system_error(format!("no actor {actor:?} to inject a fault into")),
