@@ -226,6 +226,17 @@ fn esc(value: &Value) -> String {
     out
 }
 
+/// `bad` once a broker has used up two thirds of its expiry timeout without a heartbeat.
+fn expiry_class(broker: &Value) -> &'static str {
+    let age = broker["heartbeat_age_seconds"].as_f64().unwrap_or(0.0);
+    let left = broker["expires_in_seconds"].as_f64().unwrap_or(0.0);
+    if left * 3.0 <= age + left {
+        "bad"
+    } else {
+        "ok"
+    }
+}
+
 fn items(value: &Value) -> &[Value] {
     value.as_array().map_or(&[], Vec::as_slice)
 }
@@ -246,11 +257,15 @@ fn render(d: &Value) -> String {
     let _ = write!(
         h,
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
          <meta http-equiv=\"refresh\" content=\"{refresh}\">\
          <title>rmq-namesrv {addr}</title><style>{STYLE}</style></head><body>\
          <h1>rmq-namesrv <span id=\"address\">{addr}</span></h1><p>version {version}, up {up} s, \
          <span id=\"health\" class=\"{hclass}\">{health}</span>, \
-         <span id=\"ready\" class=\"{rclass}\">{ready}</span></p>",
+         <span id=\"ready\" class=\"{rclass}\">{ready}</span>; \
+         <span class=\"muted\">reloads every {refresh} s</span></p>\
+         <p id=\"summary\">{clusters} clusters, {groups} broker groups, {brokers} live brokers, \
+         {topics} topics, {kv} KV entries, {conns} open connections</p>",
         addr = esc(&server["remoting_address"]),
         version = esc(&server["version"]),
         up = esc(&server["uptime_seconds"]),
@@ -274,9 +289,17 @@ fn render(d: &Value) -> String {
         } else {
             "not ready"
         },
+        clusters = esc(&d["counters"]["clusters"]),
+        groups = esc(&d["counters"]["broker_groups"]),
+        brokers = esc(&d["counters"]["live_brokers"]),
+        topics = esc(&d["counters"]["topics"]),
+        kv = esc(&d["counters"]["kv_entries"]),
+        conns = esc(&d["connections"]["open"]),
     );
 
-    h.push_str("<h2>Counters</h2><div class=\"cards\" id=\"counters\">");
+    h.push_str(
+        "<section id=\"counters-section\"><h2>Counters</h2><div class=\"cards\" id=\"counters\">",
+    );
     if let Some(counters) = d["counters"].as_object() {
         for (name, value) in counters {
             if name != "requests" {
@@ -300,32 +323,36 @@ fn render(d: &Value) -> String {
             );
         }
     }
-    h.push_str("</table>");
+    h.push_str("</table></section>");
 
-    h.push_str("<h2>Clusters</h2>");
+    h.push_str("<section id=\"clusters\"><h2>Clusters</h2>");
     if items(&d["clusters"]).is_empty() {
         h.push_str("<p class=\"muted\">No broker registered.</p>");
     }
     for cluster in items(&d["clusters"]) {
         let _ = write!(
             h,
-            "<h3 class=\"cluster\">{}</h3><table><tr><th>broker group</th><th>id</th><th>role</th>\
-             <th>address</th><th>data version</th><th>heartbeat age</th><th>expires in</th></tr>",
-            esc(&cluster["cluster"])
+            "<h3 class=\"cluster\">{name}</h3><table class=\"brokers\" data-cluster=\"{name}\">\
+             <tr><th>broker group</th><th>id</th><th>role</th><th>address</th>\
+             <th>data version</th><th>heartbeat age</th><th>expires in</th></tr>",
+            name = esc(&cluster["cluster"])
         );
         for group in items(&cluster["groups"]) {
             for broker in items(&group["brokers"]) {
                 let _ = write!(
                     h,
-                    "<tr class=\"broker\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
-                     <td>{}/{}</td><td>{} s</td><td>{} s</td></tr>",
+                    "<tr class=\"broker\"><td>{}</td><td>{}</td><td class=\"role\">{}</td>\
+                     <td>{}</td><td title=\"counter/state version, timestamp {}\">{}/{}</td>\
+                     <td>{} s</td><td class=\"{}\">{} s</td></tr>",
                     esc(&group["name"]),
                     esc(&broker["id"]),
                     esc(&broker["role"]),
                     esc(&broker["address"]),
+                    esc(&broker["data_version"]["timestamp"]),
                     esc(&broker["data_version"]["counter"]),
                     esc(&broker["data_version"]["state_version"]),
                     esc(&broker["heartbeat_age_seconds"]),
+                    expiry_class(broker),
                     esc(&broker["expires_in_seconds"]),
                 );
             }
@@ -335,10 +362,23 @@ fn render(d: &Value) -> String {
 
     let _ = write!(
         h,
-        "<h2>Topics</h2><form method=\"get\" action=\"/\"><input name=\"topic\" value=\"{filter}\" \
-         placeholder=\"topic name contains\"> <button type=\"submit\">Search</button></form>\
-         <p class=\"muted\">{matched} matching, {shown} shown</p><table id=\"topics\"><tr><th>topic</th>\
-         <th>broker group</th><th>read</th><th>write</th><th>perm</th></tr>",
+        "</section><section id=\"topics-section\"><h2>Topics</h2>\
+         <form method=\"get\" action=\"/\" role=\"search\"><label for=\"topic-search\">\
+         Topic name contains</label> <input id=\"topic-search\" name=\"topic\" type=\"search\" \
+         value=\"{filter}\"> <button type=\"submit\">Search</button>{clear}</form>\
+         <p id=\"topics-matched\" class=\"muted\">{matched} matching{quoted}, {shown} shown</p>\
+         <table id=\"topics\"><tr><th>topic</th><th>broker group</th><th>read queues</th>\
+         <th>write queues</th><th>perm</th></tr>",
+        clear = if filter.is_empty() {
+            ""
+        } else {
+            " <a id=\"topic-clear\" href=\"/\">show all</a>"
+        },
+        quoted = if filter.is_empty() {
+            String::new()
+        } else {
+            format!(" \u{201c}{filter}\u{201d}")
+        },
         matched = esc(&d["topics"]["matched"]),
         shown = items(&d["topics"]["shown"]).len(),
     );
@@ -357,21 +397,30 @@ fn render(d: &Value) -> String {
         }
     }
     h.push_str("</table>");
+    if items(&d["topics"]["shown"]).is_empty() {
+        h.push_str(if filter.is_empty() {
+            "<p id=\"no-topics\" class=\"muted\">No topic registered.</p>"
+        } else {
+            "<p id=\"no-topics\" class=\"muted\">No topic matches the search.</p>"
+        });
+    }
+    h.push_str("</section>");
 
-    h.push_str("<h2>KV namespaces</h2>");
+    h.push_str("<section id=\"kv\"><h2>KV namespaces</h2>");
     if items(&d["kv"]).is_empty() {
         h.push_str("<p class=\"muted\">No KV entry.</p>");
     }
     for ns in items(&d["kv"]) {
         let _ = write!(
             h,
-            "<h3 class=\"namespace\">{}</h3><table><tr><th>key</th><th>value</th></tr>",
-            esc(&ns["namespace"])
+            "<h3 class=\"namespace\">{name}</h3><table class=\"kv\" data-namespace=\"{name}\">\
+             <tr><th>key</th><th>value</th></tr>",
+            name = esc(&ns["namespace"])
         );
         for entry in items(&ns["entries"]) {
             let _ = write!(
                 h,
-                "<tr><td>{}</td><td>{}</td></tr>",
+                "<tr class=\"kv-entry\"><td>{}</td><td>{}</td></tr>",
                 esc(&entry["key"]),
                 esc(&entry["value"])
             );
@@ -381,8 +430,8 @@ fn render(d: &Value) -> String {
 
     let _ = write!(
         h,
-        "<h2>Connections</h2><p>{} open</p><table id=\"connections\"><tr><th>connection</th>\
-         <th>peer</th><th>TLS</th></tr>",
+        "</section><section id=\"connections-section\"><h2>Connections</h2><p>{} open</p>\
+         <table id=\"connections\"><tr><th>connection</th><th>peer</th><th>TLS</th></tr>",
         esc(&d["connections"]["open"])
     );
     for c in items(&d["connections"]["shown"]) {
@@ -395,7 +444,7 @@ fn render(d: &Value) -> String {
         );
     }
     h.push_str(
-        "</table><p class=\"muted\">Also: <a href=\"/metrics\">/metrics</a>, \
+        "</table></section><p class=\"muted\">Also: <a href=\"/metrics\">/metrics</a>, \
          <a href=\"/health\">/health</a>, <a href=\"/ready\">/ready</a>, \
          <a href=\"/rocketmq/nsaddr\">/rocketmq/nsaddr</a>, \
          <a href=\"/api/status\">/api/status</a></p></body></html>",
@@ -416,5 +465,34 @@ mod tests {
         assert_eq!(clip("héllo", 2), "hé…");
         assert_eq!(clip("hi", 2), "hi");
         assert_eq!(perm_text(6), "RW-");
+    }
+
+    #[test]
+    fn the_page_escapes_client_text_and_closes_what_it_opens() {
+        let hostile = "<script>alert(1)</script>";
+        let data = json!({
+            "server": { "remoting_address": "127.0.0.1:9876", "healthy": true, "ready": true },
+            "counters": { "clusters": 1, "requests": { "REGISTER_BROKER": 1 } },
+            "clusters": [{ "cluster": hostile, "groups": [{ "name": hostile, "brokers": [{
+                "address": hostile, "id": 0, "role": "master",
+                "data_version": { "counter": 1, "state_version": 0, "timestamp": 0 },
+                "heartbeat_age_seconds": 100.0, "expires_in_seconds": 20.0,
+            }]}]}],
+            "topics": { "filter": hostile, "matched": 0, "shown": [] },
+            "kv": [{ "namespace": hostile, "entries": [{ "key": hostile, "value": hostile }] }],
+            "connections": { "open": 0, "shown": [] },
+            "refresh_seconds": 5,
+        });
+        let page = render(&data);
+        assert!(!page.contains("<script"), "{page}");
+        assert!(page.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+        assert!(page.contains("No topic matches the search."));
+        assert!(page.contains("<td class=\"bad\">20.0 s</td>"), "{page}");
+        for tag in ["section", "table", "tr", "form", "p", "h3"] {
+            let opened = page.matches(&format!("<{tag}>")).count()
+                + page.matches(&format!("<{tag} ")).count();
+            let closed = page.matches(&format!("</{tag}>")).count();
+            assert_eq!(opened, closed, "<{tag}>: {page}");
+        }
     }
 }
