@@ -97,18 +97,91 @@ impl Default for ClusterTestConfig {
     }
 }
 
-/// Logging.
+/// Logging (Java: logback, `rmq.namesrv.logback.xml`): stderr, or rotating files in `dir`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct LogConfig {
     /// A tracing filter: "info", "debug", "rmq_actors=debug,info", ... (`RUST_LOG` wins).
     pub level: String,
+    /// Directory of `rmq-namesrv.log` and its rotated copies (`rmq-namesrv.log.1` is the
+    /// newest); created if missing. Empty (the default): log to stderr. With a directory, log
+    /// lines go to the files only, as Java's do.
+    pub dir: PathBuf,
+    /// A file reaching this many bytes is rotated (it also rotates at local midnight).
+    pub max_file_size: u64,
+    /// Files kept, the current one included; the oldest is deleted at rotation.
+    pub max_files: usize,
+    /// Line format: text for people, JSON (one object a line) for log shippers.
+    pub format: LogFormat,
 }
 
 impl Default for LogConfig {
     fn default() -> Self {
         Self {
             level: "info".into(),
+            dir: PathBuf::new(),
+            max_file_size: 128 * 1024 * 1024,
+            max_files: 10,
+            format: LogFormat::Text,
+        }
+    }
+}
+
+/// Most files `log.max_files` may keep: every rotation renames each of them.
+pub const MAX_LOG_FILES: usize = 1000;
+
+impl LogConfig {
+    /// The directory of the log files (`~` expanded), or `None` for stderr.
+    pub fn file_dir(&self) -> Option<PathBuf> {
+        (!self.dir.as_os_str().is_empty()).then(|| expand_home(&self.dir))
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        if let Err(err) = tracing_subscriber::EnvFilter::try_new(&self.level) {
+            return Err(invalid("log.level", err.to_string()));
+        }
+        if self.max_file_size == 0 {
+            return Err(invalid("log.max_file_size", "must be positive"));
+        }
+        if !(2..=MAX_LOG_FILES).contains(&self.max_files) {
+            return Err(invalid(
+                "log.max_files",
+                format!("must be 2 to {MAX_LOG_FILES} (the current file and rotated ones)"),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    /// tracing's human-readable lines.
+    #[default]
+    Text,
+    /// One JSON object a line: `timestamp`, `level`, `target`, `fields` (`message` and the
+    /// event's fields), `span`/`spans`.
+    Json,
+}
+
+impl std::str::FromStr for LogFormat {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text {
+            "text" => Ok(Self::Text),
+            "json" => Ok(Self::Json),
+            other => Err(format!("{other:?} is not a log format (text or json)")),
+        }
+    }
+}
+
+impl LogFormat {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Text => "text",
+            Self::Json => "json",
         }
     }
 }
@@ -215,6 +288,8 @@ pub struct Overrides {
     pub config_store_path: Option<PathBuf>,
     pub log_level: Option<String>,
     pub http_listen: Option<SocketAddr>,
+    pub log_dir: Option<PathBuf>,
+    pub log_format: Option<LogFormat>,
 }
 
 /// Prefix of environment overrides: `NAMESRV__SERVER__LISTEN=127.0.0.1:9876`.
@@ -273,6 +348,12 @@ impl Config {
         if let Some(listen) = overrides.http_listen {
             builder = builder.set_override("http.listen", listen.to_string())?;
         }
+        if let Some(dir) = &overrides.log_dir {
+            builder = builder.set_override("log.dir", dir.to_string_lossy().into_owned())?;
+        }
+        if let Some(format) = overrides.log_format {
+            builder = builder.set_override("log.format", format.as_str())?;
+        }
         let mut config: Config = builder.build()?.try_deserialize()?;
         config.java_extra = java_extra;
         // Java's tls.config.file: its tls.* keys win over the other layers.
@@ -291,9 +372,7 @@ impl Config {
         self.tls.validate()?;
         self.proxy_protocol.validate()?;
         self.http.validate()?;
-        if let Err(err) = tracing_subscriber::EnvFilter::try_new(&self.log.level) {
-            return Err(invalid("log.level", err.to_string()));
-        }
+        self.log.validate()?;
         let ct = &self.cluster_test;
         if ct.enabled && ct.product_env_addrs().is_empty() {
             return Err(invalid(
@@ -583,5 +662,36 @@ mod tests {
             err.to_string().contains("cluster_test.product_env_namesrv"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn log_keys_validate_and_flags_override() {
+        for (file, key) in [
+            ("[log]\nmax_file_size = 0\n", "log.max_file_size"),
+            ("[log]\nmax_file_size = -5\n", "log.max_file_size"),
+            ("[log]\nmax_files = 1\n", "log.max_files"),
+            ("[log]\nmax_files = 100000\n", "log.max_files"),
+            ("[log]\nformat = \"xml\"\n", "log.format"),
+        ] {
+            let err = load(Some(file), &[], &Overrides::default()).unwrap_err();
+            assert!(err.to_string().contains(key), "{file}: {err}");
+        }
+        let config = load(
+            Some("[log]\ndir = \"/var/log/a\"\nformat = \"text\"\nmax_files = 3\n"),
+            &[("NAMESRV__LOG__MAX_FILE_SIZE", "4096")],
+            &Overrides {
+                log_dir: Some(PathBuf::from("/var/log/b")),
+                log_format: Some(LogFormat::Json),
+                ..Overrides::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(config.log.file_dir(), Some(PathBuf::from("/var/log/b")));
+        assert_eq!(config.log.format, LogFormat::Json);
+        assert_eq!(config.log.max_file_size, 4096);
+        assert_eq!(config.log.max_files, 3);
+        assert_eq!(LogConfig::default().file_dir(), None);
+        assert_eq!("json".parse(), Ok(LogFormat::Json));
+        assert!("JSON ".parse::<LogFormat>().is_err());
     }
 }
