@@ -158,6 +158,82 @@ pub const TLS_KEYS: &[JavaKey] = &[
     ),
 ];
 
+/// Java properties (`NamesrvConfig`, `NettyServerConfig`) a `.properties` file may set that we
+/// accept and keep (GET_NAMESRV_CONFIG shows them, as Java does) but that change nothing here,
+/// each with why; the daemon warns about each one given, at start.
+pub const NO_EFFECT_KEYS: &[(&str, &str)] = &[
+    (
+        "clientRequestThreadPoolNums",
+        "thread-pool size: requests are served by the connection threads (server.workers) and the actors",
+    ),
+    (
+        "defaultThreadPoolNums",
+        "thread-pool size: requests are served by the connection threads (server.workers) and the actors",
+    ),
+    (
+        "clientRequestThreadPoolQueueCapacity",
+        "thread-pool queue: waiting requests are bounded by server.max_pending_reads",
+    ),
+    (
+        "defaultThreadPoolQueueCapacity",
+        "thread-pool queue: waiting requests are bounded by server.max_pending_reads",
+    ),
+    (
+        "unRegisterBrokerQueueCapa",
+        "unregistrations are applied before the reply, without a queue",
+    ),
+    (
+        "serverCallbackExecutorThreads",
+        "thread-pool size: the NameServer sends no requests that take callbacks",
+    ),
+    (
+        "serverSelectorThreads",
+        "Netty selector threads: each connection thread (server.workers) polls its own sockets",
+    ),
+    (
+        "serverOnewaySemaphoreValue",
+        "Netty semaphore: requests in flight are bounded by server.max_in_flight",
+    ),
+    (
+        "serverAsyncSemaphoreValue",
+        "Netty semaphore: requests in flight are bounded by server.max_in_flight",
+    ),
+    ("serverSocketSndBufSize", "socket buffers are the OS defaults"),
+    ("serverSocketRcvBufSize", "socket buffers are the OS defaults"),
+    (
+        "writeBufferHighWaterMark",
+        "Netty write buffer: queued answers are bounded by server.max_queued_bytes",
+    ),
+    (
+        "writeBufferLowWaterMark",
+        "Netty write buffer: queued answers are bounded by server.max_queued_bytes",
+    ),
+    ("serverSocketBacklog", "the listen backlog is the runtime's default"),
+    ("serverNettyWorkerGroupEnable", "Netty only"),
+    ("serverPooledByteBufAllocatorEnable", "Netty only"),
+    ("useEpollNativeSelector", "Netty only (tokio uses epoll on Linux anyway)"),
+    (
+        "enableControllerInNamesrv",
+        "the embedded controller is not built (a separate component)",
+    ),
+    (
+        "rocketmqHome",
+        "Java reads its logback configuration there; logging here is the [log] section",
+    ),
+];
+
+/// Why a Java property we do not map has no effect here: a known Java setting without an
+/// equivalent, a key of the embedded controller (not built), or a key we do not know.
+pub fn no_effect_reason(java: &str) -> &'static str {
+    if let Some((_, reason)) = NO_EFFECT_KEYS.iter().find(|(key, _)| *key == java) {
+        reason
+    } else if java.starts_with("controller") || java.starts_with("jRaft") {
+        "a setting of the embedded controller, which is not built"
+    } else {
+        "not a NameServer setting this server knows (a typo?)"
+    }
+}
+
 /// A Java value that does not fit.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid value {value:?} for {key}: {reason}")]

@@ -10,7 +10,8 @@ use toml::Value;
 
 use crate::config::{expand_home, Config, ConfigError};
 use crate::java_keys::{
-    find, get_path, set_path, to_ours, value_error, JavaKey, JavaValueError, Kind, JAVA_KEYS,
+    find, get_path, no_effect_reason, set_path, to_ours, value_error, JavaKey, JavaValueError,
+    Kind, JAVA_KEYS,
 };
 
 /// Converts our TOML value to Java's text.
@@ -153,6 +154,38 @@ pub fn applies_at_once(before: &Config, after: &Config) -> bool {
     rest == *before && !before.registry.start_only_changed(&after.registry)
 }
 
+/// A Java setting that is accepted but has no effect here.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NoEffect {
+    /// The Java property.
+    pub java: String,
+    /// Our key, when it has one (set in TOML or the environment just the same).
+    pub ours: Option<&'static str>,
+    pub reason: &'static str,
+}
+
+/// The settings of `config` accepted without effect, for the start-up warnings: every property
+/// of a loaded `.properties` file we do not map, and `notifyMinBrokerIdChanged` when on.
+pub fn no_effect_keys(config: &Config) -> Vec<NoEffect> {
+    let mut out: Vec<NoEffect> = config
+        .java_extra
+        .keys()
+        .map(|java| NoEffect {
+            java: java.clone(),
+            ours: None,
+            reason: no_effect_reason(java),
+        })
+        .collect();
+    if config.registry.notify_min_broker_id_changed {
+        out.push(NoEffect {
+            java: "notifyMinBrokerIdChanged".into(),
+            ours: Some("registry.notify_min_broker_id_changed"),
+            reason: "NOTIFY_MIN_BROKER_ID_CHANGE is never sent to brokers",
+        });
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -266,6 +299,40 @@ mod tests {
                 "deleteTopicWithBrokerRegistration",
             ]
         );
+    }
+
+    #[test]
+    fn keys_without_effect_are_listed_with_why() {
+        let (table, extra) = properties_to_toml(&props(&[
+            ("listenPort", "19876"),
+            ("defaultThreadPoolNums", "16"),
+            ("controllerDLegerPeers", "n0-127.0.0.1:9878"),
+            ("lisenPort", "1"),
+            ("notifyMinBrokerIdChanged", "true"),
+        ]))
+        .unwrap();
+        let mut config: Config = Value::Table(table).try_into().unwrap();
+        config.java_extra = extra;
+        let found = no_effect_keys(&config);
+        let names: Vec<&str> = found.iter().map(|n| n.java.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "controllerDLegerPeers",
+                "defaultThreadPoolNums",
+                "lisenPort",
+                "notifyMinBrokerIdChanged"
+            ]
+        );
+        assert!(found[0].reason.contains("controller"));
+        assert!(found[1].reason.contains("thread-pool"));
+        assert!(found[2].reason.contains("typo"));
+        assert_eq!(found[3].ours, Some("registry.notify_min_broker_id_changed"));
+        assert!(no_effect_keys(&Config::default()).is_empty());
+        // No key is both mapped and listed as without effect.
+        for (java, _) in crate::java_keys::NO_EFFECT_KEYS {
+            assert!(find(java).is_none(), "{java}");
+        }
     }
 
     #[test]
