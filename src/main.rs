@@ -1,6 +1,9 @@
 //! The rmq-namesrv daemon: flags -> configuration -> logging -> actix System -> NameServer.
 //! `rmq-namesrv admin ...` is the mqadmin-style client instead (see `rmq_namesrv::admin`).
 
+mod logging;
+mod notify;
+
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -8,7 +11,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use rmq_namesrv::config::{Config, Overrides};
+use rmq_namesrv::config::{Config, LogFormat, Overrides};
 use rmq_namesrv::tools::admin::AdminArgs;
 use rmq_namesrv::NameServer;
 use tracing::{error, info, warn};
@@ -37,6 +40,13 @@ struct Cli {
     /// Log filter, e.g. "debug" (overrides log.level).
     #[arg(long, value_name = "FILTER")]
     log_level: Option<String>,
+    /// Write rmq-namesrv.log (rotated) in this directory instead of logging to stderr
+    /// (overrides log.dir).
+    #[arg(long, value_name = "PATH")]
+    log_dir: Option<PathBuf>,
+    /// Log line format: text or json (overrides log.format).
+    #[arg(long, value_name = "text|json")]
+    log_format: Option<LogFormat>,
     /// Serve metrics, health, the address list and the status page over HTTP on this address,
     /// e.g. 127.0.0.1:8080 (overrides http.listen; off by default).
     #[arg(long, value_name = "HOST:PORT")]
@@ -63,6 +73,8 @@ fn main() -> ExitCode {
         config_store_path: cli.config_store_path.clone(),
         log_level: cli.log_level.clone(),
         http_listen: cli.http_listen,
+        log_dir: cli.log_dir.clone(),
+        log_format: cli.log_format,
     };
     let config = match Config::load(cli.config.as_deref(), std::env::vars(), &overrides) {
         Ok(config) => config,
@@ -83,7 +95,15 @@ fn main() -> ExitCode {
             }
         }
     }
-    init_tracing(&config.log.level);
+    // Kept to the end of main: dropping it writes the log lines still queued.
+    let _log_guard = match logging::init(&config.log) {
+        Ok(guard) => guard,
+        Err(err) => {
+            eprintln!("rmq-namesrv: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    warn_no_effect_keys(&config);
     let system = actix::System::new();
     let result = system.block_on(run(config));
     match result {
@@ -119,14 +139,16 @@ async fn run(config: Config) -> Result<(), RunError> {
         .bind()
         .await
         .map_err(RunError::Start)?;
-    // The one line on stdout: scripts wait for it (logs go to stderr).
+    // The one line on stdout: scripts wait for it (logs go to stderr or log.dir).
     println!("rmq-namesrv listening on {}", server.local_addr());
     let _ = std::io::stdout().flush();
+    notify::ready(server.local_addr());
     tokio::select! {
         () = wait_for_signals(&server) => {}
         lost = watch_health(&server) => return Err(RunError::Lost(lost)),
     }
     info!("shutdown signal received, stopping");
+    notify::stopping();
     server.stop().await;
     Ok(())
 }
@@ -200,15 +222,18 @@ async fn wait_for_signals(server: &rmq_namesrv::NameServerHandle) {
     }
 }
 
-fn init_tracing(level: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .or_else(|_| tracing_subscriber::EnvFilter::try_new(level))
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let _ = tracing_log::LogTracer::init();
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .try_init();
+/// One warning per Java setting that is accepted but changes nothing here, naming it.
+fn warn_no_effect_keys(config: &Config) {
+    for key in rmq_namesrv::java_props::no_effect_keys(config) {
+        match key.ours {
+            Some(ours) => {
+                warn!(key = %key.java, ours, reason = key.reason, "Java key accepted, no effect here")
+            }
+            None => {
+                warn!(key = %key.java, reason = key.reason, "Java key accepted, no effect here")
+            }
+        }
+    }
 }
 
 fn toml_text(config: &Config) -> Result<String, toml::ser::Error> {
