@@ -226,6 +226,17 @@ fn esc(value: &Value) -> String {
     out
 }
 
+/// "1 topic", "2 topics" ("KV entry" becomes "KV entries").
+fn count(n: &Value, what: &str) -> String {
+    match n.as_u64().unwrap_or(0) {
+        1 => format!("1 {what}"),
+        n => match what.strip_suffix('y') {
+            Some(stem) => format!("{n} {stem}ies"),
+            None => format!("{n} {what}s"),
+        },
+    }
+}
+
 /// `bad` once a broker has used up two thirds of its expiry timeout without a heartbeat.
 fn expiry_class(broker: &Value) -> &'static str {
     let age = broker["heartbeat_age_seconds"].as_f64().unwrap_or(0.0);
@@ -264,8 +275,7 @@ fn render(d: &Value) -> String {
          <span id=\"health\" class=\"{hclass}\">{health}</span>, \
          <span id=\"ready\" class=\"{rclass}\">{ready}</span>; \
          <span class=\"muted\">reloads every {refresh} s</span></p>\
-         <p id=\"summary\">{clusters} clusters, {groups} broker groups, {brokers} live brokers, \
-         {topics} topics, {kv} KV entries, {conns} open connections</p>",
+         <p id=\"summary\">{clusters}, {groups}, {brokers}, {topics}, {kv}, {conns}</p>",
         addr = esc(&server["remoting_address"]),
         version = esc(&server["version"]),
         up = esc(&server["uptime_seconds"]),
@@ -289,12 +299,12 @@ fn render(d: &Value) -> String {
         } else {
             "not ready"
         },
-        clusters = esc(&d["counters"]["clusters"]),
-        groups = esc(&d["counters"]["broker_groups"]),
-        brokers = esc(&d["counters"]["live_brokers"]),
-        topics = esc(&d["counters"]["topics"]),
-        kv = esc(&d["counters"]["kv_entries"]),
-        conns = esc(&d["connections"]["open"]),
+        clusters = count(&d["counters"]["clusters"], "cluster"),
+        groups = count(&d["counters"]["broker_groups"], "broker group"),
+        brokers = count(&d["counters"]["live_brokers"], "live broker"),
+        topics = count(&d["counters"]["topics"], "topic"),
+        kv = count(&d["counters"]["kv_entries"], "KV entry"),
+        conns = count(&d["connections"]["open"], "open connection"),
     );
 
     h.push_str(
@@ -487,6 +497,7 @@ mod tests {
         assert!(!page.contains("<script"), "{page}");
         assert!(page.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
         assert!(page.contains("No topic matches the search."));
+        assert!(page.contains("1 cluster, 0 broker groups, "), "{page}");
         assert!(page.contains("<td class=\"bad\">20.0 s</td>"), "{page}");
         for tag in ["section", "table", "tr", "form", "p", "h3"] {
             let opened = page.matches(&format!("<{tag}>")).count()

@@ -164,7 +164,33 @@ impl<'a> Ask<'a> {
             }
         });
         let outcomes = futures_util::future::join_all(asks).await;
+        self.each_report(outcomes, label)
+    }
 
+    /// Runs `survey` (several requests on one connection) against every NameServer
+    /// concurrently and reports each in list order, as [`Ask::each`] does.
+    pub(super) async fn each_session<F, Fut, L>(&self, survey: F, label: L) -> Report
+    where
+        F: Fn(String, Client) -> Fut,
+        Fut: std::future::Future<Output = Result<Answer, Cause>>,
+        L: Fn(&str) -> String,
+    {
+        let survey = &survey;
+        let asks = self.addrs.iter().map(|addr| async move {
+            let outcome = match Client::connect_with(addr, self.timeout, self.tls.as_ref()).await {
+                Ok(client) => survey(addr.clone(), client).await,
+                Err(e) => Err(Cause::from_client(&e)),
+            };
+            (addr.as_str(), outcome)
+        });
+        let outcomes = futures_util::future::join_all(asks).await;
+        self.each_report(outcomes, label)
+    }
+
+    fn each_report<L>(&self, outcomes: Vec<(&str, Result<Answer, Cause>)>, label: L) -> Report
+    where
+        L: Fn(&str) -> String,
+    {
         let mut report = Report::default();
         let mut entries = Vec::new();
         for (addr, outcome) in outcomes {

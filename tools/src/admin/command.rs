@@ -79,6 +79,22 @@ pub enum AdminCommand {
     },
     /// Print the configuration of every NameServer (GET_NAMESRV_CONFIG).
     GetNamesrvConfig,
+    /// Summarize every NameServer: clusters, broker groups, addresses and roles, topic counts,
+    /// KV entries, configuration (the status page's summary, from the remoting port).
+    Status {
+        /// KV namespaces to show (repeatable; the protocol cannot list them).
+        #[arg(
+            short = 's',
+            long = "namespace",
+            value_name = "NAMESPACE",
+            default_value = "ORDER_TOPIC_CONFIG"
+        )]
+        namespaces: Vec<String>,
+        /// Also show the queues and permissions of the topics whose name contains this
+        /// (case-insensitive; "" for every topic, at most 100).
+        #[arg(short = 't', long = "topic", value_name = "FILTER")]
+        topic_filter: Option<String>,
+    },
     /// Update one configuration key on every NameServer (UPDATE_NAMESRV_CONFIG).
     UpdateNamesrvConfig {
         /// A Java property name, e.g. orderMessageEnable.

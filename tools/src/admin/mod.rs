@@ -6,8 +6,8 @@
 //!
 //! Like mqadmin, reads (`clusterList`, `topicRoute`, `topicList`, `getKvConfig`, `kvList`) go to
 //! the first NameServer of the list that answers; writes (`updateKvConfig`, `deleteKvConfig`,
-//! `wipeWritePerm`, `addWritePerm`, `deleteTopic`, `updateNamesrvConfig`) and `getNamesrvConfig`
-//! go to every NameServer of the list, each reported on its own line.
+//! `wipeWritePerm`, `addWritePerm`, `deleteTopic`, `updateNamesrvConfig`), `getNamesrvConfig` and
+//! `status` go to every NameServer of the list, each reported on its own line (or block).
 //!
 //! Exit codes: 0 success; 1 a NameServer answered a non-success code (or an unreadable body);
 //! 2 usage error (clap's); 3 a NameServer cannot be reached (refused, timeout, closed). With
@@ -29,7 +29,7 @@
 //! - one file per group of commands, each command one function: `cluster` (clusterList),
 //!   `topic` (topicRoute, topicList, deleteTopic), `kv` (getKvConfig, updateKvConfig,
 //!   deleteKvConfig, kvList), `perm` (wipeWritePerm, addWritePerm), `namesrv_config`
-//!   (getNamesrvConfig, updateNamesrvConfig).
+//!   (getNamesrvConfig, updateNamesrvConfig), `status` (the status page's summary).
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -47,6 +47,7 @@ mod kv;
 mod namesrv_config;
 mod perm;
 mod report;
+mod status;
 mod topic;
 
 use ask::Ask;
@@ -68,8 +69,8 @@ pub const EXIT_UNREACHABLE: u8 = 3;
 #[command(
     about = "Administer running NameServers (ours or Java's), like mqadmin",
     long_about = "Administer running NameServers (ours or Java's), like mqadmin.\n\n\
-        Reads go to the first NameServer of -n that answers; writes and getNamesrvConfig go to \
-        every one of them.\n\
+        Reads go to the first NameServer of -n that answers; writes, getNamesrvConfig and status \
+        go to every one of them.\n\
         Exit codes: 0 success, 1 a NameServer answered an error, 2 usage error, \
         3 a NameServer cannot be reached."
 )]
@@ -187,6 +188,16 @@ pub async fn execute(args: &AdminArgs) -> Report {
         }
         AdminCommand::AddWritePerm { broker_name } => perm::add_write_perm(&ask, broker_name).await,
         AdminCommand::GetNamesrvConfig => namesrv_config::get_namesrv_config(&ask).await,
+        AdminCommand::Status {
+            namespaces,
+            topic_filter,
+        } => {
+            let options = status::StatusOptions {
+                namespaces,
+                topic_filter: topic_filter.as_deref(),
+            };
+            status::status(&ask, &options).await
+        }
         AdminCommand::UpdateNamesrvConfig { key, value } => {
             namesrv_config::update_namesrv_config(&ask, key, value).await
         }

@@ -1,0 +1,470 @@
+//! `status`: the summary of the HTTP status page, from the remoting port alone, so it works
+//! against any NameServer (ours or Java's, with or without an HTTP port). Every NameServer of
+//! `-n` is asked on one connection of its own, concurrently, and reported in its own block:
+//!
+//! - GET_BROKER_CLUSTER_INFO: clusters, broker groups, each broker's id, role and address;
+//! - GET_ALL_TOPIC_LIST_FROM_NAMESERVER: the topic count;
+//! - GET_TOPICS_BY_CLUSTER for each cluster: its topic count;
+//! - GET_KVLIST_BY_NAMESPACE for each `-s` namespace (ORDER_TOPIC_CONFIG by default; the protocol
+//!   cannot list namespaces): its entries;
+//! - GET_NAMESRV_CONFIG: the configuration;
+//! - with `-t FILTER`, GET_ROUTEINFO_BY_TOPIC for each topic whose name contains FILTER
+//!   (case-insensitive, at most [`TOPICS_SHOWN`]): its queues and permission per broker group.
+//!
+//! What the remoting protocol does not carry (heartbeat ages, expiry countdowns, data versions,
+//! connections, request counters) is on the HTTP page only. Cluster info and the topic list are
+//! required; an error answer to any other request leaves its part out (`null` in `--json`) with a
+//! note, as Java's ACL or a disabled `enableTopicList` may refuse them.
+
+use std::collections::BTreeMap;
+
+use rmq_protocol::body::{perm, ClusterInfo, KvTable, TopicList, TopicRouteData};
+use rmq_protocol::custom_headers::{
+    CommandHeader, GetKvListByNamespaceHeader, GetRouteInfoHeader, GetTopicsByClusterHeader,
+};
+use rmq_protocol::{properties, RemotingCommand, RequestCode, ResponseCode};
+use serde_json::{json, Value};
+
+use super::ask::Ask;
+use super::format::table;
+use super::report::{decode_body, Answer, Cause, Report};
+use crate::client::Client;
+
+/// Topics whose routes `-t` asks for at most.
+pub const TOPICS_SHOWN: usize = 100;
+
+/// Configuration keys shown in the text summary, when the NameServer has them (`--json` has all).
+const NOTABLE_KEYS: &[&str] = &[
+    "listenPort",
+    "orderMessageEnable",
+    "clusterTest",
+    "supportActingMaster",
+    "enableTopicList",
+    "enableAllTopicList",
+    "scanNotActiveBrokerInterval",
+    "needWaitForService",
+    "waitSecondsForService",
+];
+
+/// What `status` asks beyond the fixed requests.
+#[derive(Debug, Clone)]
+pub(super) struct StatusOptions<'a> {
+    pub(super) namespaces: &'a [String],
+    pub(super) topic_filter: Option<&'a str>,
+}
+
+/// `status [-s NAMESPACE]... [-t FILTER]`: one summary per NameServer.
+pub(super) async fn status(ask: &Ask<'_>, options: &StatusOptions<'_>) -> Report {
+    ask.each_session(
+        |addr, client| survey(addr, client, options),
+        |addr| format!("status of name server[{addr}]"),
+    )
+    .await
+}
+
+/// One request; a non-success answer is a [`Cause::Answered`].
+async fn request(client: &mut Client, request: RemotingCommand) -> Result<RemotingCommand, Cause> {
+    let resp = client
+        .request(request)
+        .await
+        .map_err(|e| Cause::from_client(&e))?;
+    match Cause::of_response(&resp) {
+        Some(cause) => Err(cause),
+        None => Ok(resp),
+    }
+}
+
+/// An optional part: `Ok(None)` (with a note) when the NameServer answered it with an error;
+/// a lost connection still fails the whole summary.
+fn optional<T>(
+    outcome: Result<T, Cause>,
+    what: &str,
+    notes: &mut Vec<String>,
+) -> Result<Option<T>, Cause> {
+    match outcome {
+        Ok(value) => Ok(Some(value)),
+        Err(cause @ Cause::Unreachable(_)) => Err(cause),
+        Err(cause) => {
+            notes.push(format!("{what}: {cause}"));
+            Ok(None)
+        }
+    }
+}
+
+async fn survey(
+    addr: String,
+    mut client: Client,
+    options: &StatusOptions<'_>,
+) -> Result<Answer, Cause> {
+    let mut notes = Vec::new();
+    let info: ClusterInfo = decode_body(
+        &request(
+            &mut client,
+            RemotingCommand::request(RequestCode::GET_BROKER_CLUSTER_INFO),
+        )
+        .await?,
+    )?;
+    let topics: TopicList = decode_body(
+        &request(
+            &mut client,
+            RemotingCommand::request(RequestCode::GET_ALL_TOPIC_LIST_FROM_NAMESERVER),
+        )
+        .await?,
+    )?;
+
+    let mut cluster_topics: BTreeMap<&str, Option<usize>> = BTreeMap::new();
+    for cluster in info.cluster_addr_table.keys() {
+        let header = GetTopicsByClusterHeader {
+            cluster: cluster.clone(),
+        };
+        let asked = request(
+            &mut client,
+            RemotingCommand::request(RequestCode::GET_TOPICS_BY_CLUSTER)
+                .with_ext_fields(header.to_ext()),
+        )
+        .await
+        .and_then(|resp| decode_body::<TopicList>(&resp));
+        let count = optional(asked, &format!("topics of cluster {cluster}"), &mut notes)?
+            .map(|list| list.topic_list.len());
+        cluster_topics.insert(cluster, count);
+    }
+
+    let mut kv = Vec::new();
+    for namespace in options.namespaces {
+        let header = GetKvListByNamespaceHeader {
+            namespace: Some(namespace.clone()),
+        };
+        let asked = request(
+            &mut client,
+            RemotingCommand::request(RequestCode::GET_KVLIST_BY_NAMESPACE)
+                .with_ext_fields(header.to_ext()),
+        )
+        .await;
+        let table = match asked {
+            // An empty namespace is "not found" on the wire.
+            Err(Cause::Answered { code, .. }) if code == ResponseCode::QUERY_NOT_FOUND.0 => {
+                Some(BTreeMap::new())
+            }
+            other => optional(
+                other.and_then(|resp| decode_body::<KvTable>(&resp)),
+                &format!("KV namespace {namespace}"),
+                &mut notes,
+            )?
+            .map(|kv| kv.table),
+        };
+        kv.push((namespace.as_str(), table));
+    }
+
+    let config = optional(
+        request(
+            &mut client,
+            RemotingCommand::request(RequestCode::GET_NAMESRV_CONFIG),
+        )
+        .await
+        .and_then(|resp| {
+            properties::parse(&String::from_utf8_lossy(resp.body_bytes()))
+                .map_err(|e| Cause::BadResponse(format!("bad properties body: {e}")))
+        }),
+        "configuration",
+        &mut notes,
+    )?;
+
+    let mut routes = Vec::new();
+    let mut matched = 0;
+    if let Some(filter) = options.topic_filter {
+        let needle = filter.to_lowercase();
+        let wanted = topics
+            .topic_list
+            .iter()
+            .filter(|t| t.to_lowercase().contains(&needle));
+        for topic in wanted {
+            matched += 1;
+            if routes.len() >= TOPICS_SHOWN {
+                continue;
+            }
+            let header = GetRouteInfoHeader {
+                topic: Some(topic.clone()),
+                ..GetRouteInfoHeader::default()
+            };
+            let asked = request(
+                &mut client,
+                RemotingCommand::request(RequestCode::GET_ROUTEINFO_BY_TOPIC)
+                    .with_ext_fields(header.to_ext()),
+            )
+            .await
+            .and_then(|resp| decode_body::<TopicRouteData>(&resp));
+            // A topic may lose its last broker between the list and the route.
+            if let Some(route) = optional(asked, &format!("route of {topic}"), &mut notes)? {
+                routes.push((topic.as_str(), route));
+            }
+        }
+    }
+
+    let summary = Summary {
+        info: &info,
+        topics: topics.topic_list.len(),
+        cluster_topics: &cluster_topics,
+        kv: &kv,
+        config: config.as_ref(),
+        filter: options.topic_filter,
+        matched,
+        routes: &routes,
+        notes: &notes,
+    };
+    Ok(Answer {
+        text: summary.text(&addr),
+        json: summary.json(),
+    })
+}
+
+/// One NameServer's answers, gathered.
+struct Summary<'a> {
+    info: &'a ClusterInfo,
+    topics: usize,
+    cluster_topics: &'a BTreeMap<&'a str, Option<usize>>,
+    kv: &'a [(&'a str, Option<BTreeMap<String, String>>)],
+    config: Option<&'a BTreeMap<String, String>>,
+    filter: Option<&'a str>,
+    matched: usize,
+    routes: &'a [(&'a str, TopicRouteData)],
+    notes: &'a [String],
+}
+
+/// "1 topic", "2 topics".
+fn count(n: usize, what: &str) -> String {
+    if n == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{n} {what}s")
+    }
+}
+
+/// A broker id's role: 0 is the master, any other id a slave.
+fn role(id: i64) -> &'static str {
+    if id == 0 {
+        "master"
+    } else {
+        "slave"
+    }
+}
+
+fn perm_text(perm: i32) -> String {
+    let mut text = String::new();
+    text.push(if perm & perm::READ != 0 { 'R' } else { '-' });
+    text.push(if perm & perm::WRITE != 0 { 'W' } else { '-' });
+    text.push(if perm & perm::INHERIT != 0 { 'X' } else { '-' });
+    text
+}
+
+impl Summary<'_> {
+    /// (cluster, group, id, address) of every broker, sorted; a group name without its
+    /// BrokerData is skipped, as mqadmin does.
+    fn brokers(&self) -> Vec<(&str, &str, i64, &str)> {
+        let mut brokers = Vec::new();
+        for (cluster, groups) in &self.info.cluster_addr_table {
+            for group in groups {
+                let Some(data) = self.info.broker_addr_table.get(group) else {
+                    continue;
+                };
+                for (id, addr) in &data.broker_addrs {
+                    brokers.push((cluster.as_str(), group.as_str(), *id, addr.as_str()));
+                }
+            }
+        }
+        brokers
+    }
+
+    fn counts(&self) -> (usize, usize, usize, usize) {
+        let brokers = self.brokers();
+        let masters = brokers.iter().filter(|b| b.2 == 0).count();
+        let groups: std::collections::BTreeSet<&str> = brokers.iter().map(|b| b.1).collect();
+        (
+            groups.len(),
+            brokers.len(),
+            masters,
+            brokers.len() - masters,
+        )
+    }
+
+    fn text(&self, addr: &str) -> String {
+        let (groups, brokers, masters, slaves) = self.counts();
+        let mut out = format!("============{addr}============\n");
+        out.push_str(&format!(
+            "{}, {}, {} ({}, {}), {}\n",
+            count(self.info.cluster_addr_table.len(), "cluster"),
+            count(groups, "broker group"),
+            count(brokers, "broker"),
+            count(masters, "master"),
+            count(slaves, "slave"),
+            count(self.topics, "topic"),
+        ));
+        let rows: Vec<Vec<String>> = self
+            .brokers()
+            .into_iter()
+            .map(|(cluster, group, id, addr)| {
+                vec![
+                    cluster.to_owned(),
+                    group.to_owned(),
+                    id.to_string(),
+                    role(id).to_owned(),
+                    addr.to_owned(),
+                ]
+            })
+            .collect();
+        if !rows.is_empty() {
+            out.push('\n');
+            out.push_str(&table(
+                &["#Cluster", "#Broker Group", "#BID", "#Role", "#Addr"],
+                &rows,
+            ));
+        }
+        let rows: Vec<Vec<String>> = self
+            .cluster_topics
+            .iter()
+            .map(|(cluster, topics)| {
+                let groups = self
+                    .info
+                    .cluster_addr_table
+                    .get(*cluster)
+                    .map_or(0, |g| g.len());
+                vec![
+                    (*cluster).to_owned(),
+                    groups.to_string(),
+                    topics.map_or_else(|| "?".to_owned(), |n| n.to_string()),
+                ]
+            })
+            .collect();
+        if !rows.is_empty() {
+            out.push('\n');
+            out.push_str(&table(&["#Cluster", "#Broker Groups", "#Topics"], &rows));
+        }
+        if let Some(filter) = self.filter {
+            out.push_str(&format!(
+                "\ntopics containing {filter:?}: {} matching, {} shown\n",
+                self.matched,
+                self.routes.len()
+            ));
+            let rows: Vec<Vec<String>> = self
+                .routes
+                .iter()
+                .flat_map(|(topic, route)| {
+                    route.queue_datas.iter().map(move |q| {
+                        vec![
+                            (*topic).to_owned(),
+                            q.broker_name.clone(),
+                            q.read_queue_nums.to_string(),
+                            q.write_queue_nums.to_string(),
+                            format!("{} ({})", perm_text(q.perm), q.perm),
+                        ]
+                    })
+                })
+                .collect();
+            out.push_str(&table(
+                &["#Topic", "#Broker Group", "#Read", "#Write", "#Perm"],
+                &rows,
+            ));
+        }
+        let rows: Vec<Vec<String>> = self
+            .kv
+            .iter()
+            .flat_map(|(namespace, table)| {
+                table
+                    .iter()
+                    .flatten()
+                    .map(move |(k, v)| vec![(*namespace).to_owned(), k.clone(), v.clone()])
+            })
+            .collect();
+        let namespaces: Vec<String> = self
+            .kv
+            .iter()
+            .map(|(ns, table)| match table {
+                Some(table) => format!("{ns} ({})", count(table.len(), "key")),
+                None => format!("{ns} (?)"),
+            })
+            .collect();
+        out.push_str(&format!("\nKV namespaces: {}\n", namespaces.join(", ")));
+        if !rows.is_empty() {
+            out.push_str(&table(&["#Namespace", "#Key", "#Value"], &rows));
+        }
+        if let Some(config) = self.config {
+            let rows: Vec<Vec<String>> = NOTABLE_KEYS
+                .iter()
+                .filter_map(|k| config.get(*k).map(|v| vec![(*k).to_owned(), v.clone()]))
+                .collect();
+            out.push_str(&format!("\nconfiguration: {} keys\n", config.len()));
+            if !rows.is_empty() {
+                out.push_str(&table(&["#Key", "#Value"], &rows));
+            }
+        }
+        for note in self.notes {
+            out.push_str(&format!("note: not shown: {note}\n"));
+        }
+        out
+    }
+
+    fn json(&self) -> Value {
+        let (groups, brokers, masters, slaves) = self.counts();
+        let clusters: Vec<Value> = self
+            .info
+            .cluster_addr_table
+            .iter()
+            .map(|(cluster, names)| {
+                let groups: Vec<Value> = names
+                    .iter()
+                    .filter_map(|name| self.info.broker_addr_table.get(name))
+                    .map(|data| {
+                        json!({
+                            "name": data.broker_name,
+                            "zone": data.zone_name,
+                            "enable_acting_master": data.enable_acting_master,
+                            "brokers": data.broker_addrs.iter().map(|(id, addr)| json!({
+                                "id": id,
+                                "role": role(*id),
+                                "address": addr,
+                            })).collect::<Vec<_>>(),
+                        })
+                    })
+                    .collect();
+                json!({
+                    "cluster": cluster,
+                    "topics": self.cluster_topics.get(cluster.as_str()).copied().flatten(),
+                    "groups": groups,
+                })
+            })
+            .collect();
+        let topics = self.filter.map(|filter| {
+            json!({
+                "filter": filter,
+                "matched": self.matched,
+                "shown": self.routes.iter().map(|(topic, route)| json!({
+                    "topic": topic,
+                    "queues": route.queue_datas.iter().map(|q| json!({
+                        "broker": q.broker_name,
+                        "read": q.read_queue_nums,
+                        "write": q.write_queue_nums,
+                        "perm": q.perm,
+                        "perm_text": perm_text(q.perm),
+                    })).collect::<Vec<_>>(),
+                })).collect::<Vec<_>>(),
+            })
+        });
+        json!({
+            "counters": {
+                "clusters": self.info.cluster_addr_table.len(),
+                "broker_groups": groups,
+                "brokers": brokers,
+                "masters": masters,
+                "slaves": slaves,
+                "topics": self.topics,
+            },
+            "clusters": clusters,
+            "topics": topics,
+            "kv": self.kv.iter().map(|(namespace, table)| json!({
+                "namespace": namespace,
+                "entries": table,
+            })).collect::<Vec<_>>(),
+            "config": self.config,
+            "notes": self.notes,
+        })
+    }
+}
