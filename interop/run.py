@@ -23,6 +23,7 @@ go-client-tls5) also run `openssl` to make their certificates in their temporary
 import argparse
 import ctypes
 import fcntl
+import http.client
 import json
 import os
 import queue
@@ -61,6 +62,10 @@ PEER_JVM = ["-Xms32m", "-Xmx160m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"
 JDK17_OPENS = ["--add-opens", "java.base/java.nio=ALL-UNNAMED",
                "--add-opens", "java.base/sun.nio.ch=ALL-UNNAMED",
                "--add-exports", "java.base/sun.nio.ch=ALL-UNNAMED"]
+# A 4.9.x broker refuses every send (code 14, "the broker's disk is full") once the file system of
+# its store is over 90 % used (a system property, not a broker.conf key): a test store is tiny, so
+# only refuse on a really full disk (a shared development machine is often past 90 %).
+BROKER4_DISK = ["-Drocketmq.broker.diskSpaceWarningLevelRatio=0.99"]
 
 
 class Fail(Exception):
@@ -298,11 +303,11 @@ class Ctx:
         jvm = [f"-D{k}={v}" for k, v in (tls or {}).items()]
         return self._start_java_namesrv(label, "5" if self.mode == "java" else "4", jvm=jvm)
 
-    def _start_ours(self, label, config=None, extra_args=()):
+    def _start_ours(self, label, config=None, extra_args=(), listen="127.0.0.1:0"):
         if not self.binary.is_file():
             raise Fail(f"{self.binary} not found: run `cargo build --release`")
         home = self.home(label)
-        argv = [str(self.binary), "--listen", "127.0.0.1:0",
+        argv = [str(self.binary), "--listen", listen,
                 "--kv-config-path", str(home / "kvConfig.json"),
                 "--config-store-path", str(home / "namesrv.properties")]
         if config is not None:
@@ -374,9 +379,11 @@ class Ctx:
     # -- brokers -------------------------------------------------------------------------------
 
     def start_broker(self, line, namesrv, broker_name, broker_id=0, cluster="InteropCluster",
-                     role="ASYNC_MASTER", label=None, extra=None, jvm=()):
+                     role="ASYNC_MASTER", label=None, extra=None, jvm=(), address_server=None):
         """Starts a Java broker of `line` ("5" or "4") registering to `namesrv` (a;b); jvm: more
-        JVM options (the tls.* system properties)."""
+        JVM options (the tls.* system properties). address_server "127.0.0.1:PORT" (namesrv
+        None): no namesrvAddr; the broker fetches its NameServer list from that HTTP address
+        server (fetchNamesrvAddrByAddressServer, rmqAddressServerDomain), 10 s after its start."""
         label = label or f"broker{line}-{broker_name}-{broker_id}"
         home = self.home(label)
         # listenPort p; the broker also binds p-2 (fast/VIP channel) and p+1 (HA; 4.9.x forces it)
@@ -411,12 +418,16 @@ class Ctx:
                 "enableControllerMode": "false",
                 "enableSlaveActingMaster": "false",
             })
+        if address_server:
+            del props["namesrvAddr"]
+            props["fetchNamesrvAddrByAddressServer"] = "true"
+            props["rmqAddressServerDomain"] = address_server
         props.update(extra or {})
         conf = home / "broker.conf"
         write_properties(conf, props)
         if line == "4":
             write_logback_4x(home, "broker")
-        jvm = BROKER_JVM + (JDK17_OPENS if line == "4" else []) + list(jvm)
+        jvm = BROKER_JVM + (JDK17_OPENS + BROKER4_DISK if line == "4" else []) + list(jvm)
         argv = [java_bin(), *jvm, f"-Duser.home={home}", "-cp", server_classpath(line, "broker"),
                 "org.apache.rocketmq.broker.BrokerStartup", "-c", str(conf)]
         (home / "argv.txt").write_text(" ".join(argv) + "\n")
@@ -427,6 +438,7 @@ class Ctx:
         proc.broker_id = broker_id
         proc.addr = f"127.0.0.1:{port}"
         proc.ha_addr = f"127.0.0.1:{port + 1}"
+        proc.conf = conf
         proc.log = home / "logs" / "rocketmqlogs" / "broker.log"
         self.logs.append((f"{label} stdout", proc.stdout))
         self.logs.append((f"{label} broker.log", proc.log))
@@ -440,7 +452,7 @@ class Ctx:
             raise Fail(f"{old.label} is still running")
         (old.home / "stdout.log").rename(old.home / f"stdout.{time.time():.0f}.log")
         proc = self.spawn(old.label, old.argv, old.home, env={"ROCKETMQ_HOME": str(old.home)})
-        for attr in ("line", "argv", "broker_name", "broker_id", "addr", "ha_addr", "log"):
+        for attr in ("line", "argv", "broker_name", "broker_id", "addr", "ha_addr", "conf", "log"):
             setattr(proc, attr, getattr(old, attr))
         self._await_boot(proc, "boot success", 90)
         return proc
@@ -1029,6 +1041,184 @@ def s_two_namesrvs(ctx):
     check(r["code"] == 17, f"missing topic via {both}: {compact(r)}", r["_logs"])
     # the broker keeps registering with the survivor (heartbeat every 30 s is not awaited here)
     ctx.wait_registered(b.addr, broker, timeout=5)
+
+
+# ---------------------------------------------------------------------------------------------
+# the HTTP address server: our /rocketmq/{subgroup} as `rocketmq.namesrv.domain` of Java peers
+
+# One line of host:port entries separated by ";" (Java splits on ";" and trims nothing), an
+# optional trailing newline.
+NSADDR_BODY = re.compile(r"[^\s;]+(?:;[^\s;]+)*\n?")
+
+
+def http_get(hostport, path, timeout=5):
+    """GET http://hostport{path} with the headers Java's HttpTinyClient sends; returns (status,
+    Content-Type, body text)."""
+    host, port = hostport.rsplit(":", 1)
+    conn = http.client.HTTPConnection(host, int(port), timeout=timeout)
+    try:
+        conn.request("GET", path, headers={
+            "Client-Version": "V5_5_0", "Metaq-Client-RequestTS": str(int(time.time() * 1000)),
+            "Content-Type": "application/x-www-form-urlencoded;charset=UTF-8"})
+        resp = conn.getresponse()
+        return resp.status, resp.getheader("Content-Type") or "", resp.read().decode("utf-8", errors="replace")
+    finally:
+        conn.close()
+
+
+def check_nsaddr_body(http_addr, path, expected, logs):
+    """GET path must answer 200, text/plain, exactly `expected` (a list) as one `;`-separated
+    line without spaces; also read the way Java's DefaultTopAddressing does (trim, first line,
+    split on ";")."""
+    try:
+        status, ctype, body = http_get(http_addr, path)
+    except OSError as e:
+        raise Fail(f"GET http://{http_addr}{path}: {e}", logs)
+    check(status == 200 and ctype.startswith("text/plain"),
+          f"GET {path}: {status} {ctype!r} {body[:200]!r} (want 200 text/plain)", logs)
+    check(NSADDR_BODY.fullmatch(body), f"GET {path}: body {body!r} is not one line of ';'-separated "
+          f"host:port entries without spaces", logs)
+    first = body.strip()
+    for sep in ("\r", "\n"):
+        first = first.split(sep, 1)[0]
+    check(first.split(";") == expected, f"GET {path}: {first.split(';')} as Java reads it, want {expected}", logs)
+    return body
+
+
+def ours_requests(http_addr):
+    """Requests answered per request name (all response codes) from our /metrics."""
+    status, _, text = http_get(http_addr, "/metrics")
+    if status != 200:
+        raise Fail(f"GET /metrics on {http_addr}: {status}")
+    counts = {}
+    for m in re.finditer(r'^rmq_namesrv_requests_total\{([^}]*)\}\s+(\S+)$', text, re.M):
+        name = re.search(r'\brequest="([^"]*)"', m.group(1))
+        if name:
+            counts[name.group(1)] = counts.get(name.group(1), 0) + float(m.group(2))
+    return counts
+
+
+def java_logs_text(home):
+    """Every log file a Java process wrote under home/logs."""
+    return "".join(read_text(p) for p in sorted((Path(home) / "logs").rglob("*.log")))
+
+
+def address_server_peer_jvm(http_addr):
+    """JVM option of a Java peer that finds its NameServers by the address server (the colon in
+    the domain makes the client ask http://{http_addr}/rocketmq/nsaddr, no default port 8080)."""
+    return [f"-Drocketmq.namesrv.domain={http_addr}"]
+
+
+def nsaddr_scenario(ctx, line, fleet):
+    """A `line` broker and client that know no NameServer, only our HTTP address server; see
+    s_nsaddr5 / s_nsaddr4."""
+    http_addr = f"127.0.0.1:{free_port()}"
+    if fleet:
+        # A serves the fleet list [A, B] from http.nsaddr (spaces in the setting on purpose: the
+        # body must not have them); B's HTTP port is only asked for its /metrics
+        b_http = f"127.0.0.1:{free_port()}"
+        b = ctx._start_ours("namesrv-b", extra_args=["--http-listen", b_http])
+        b.http = b_http
+        a_addr = f"127.0.0.1:{free_port()}"
+        home = ctx.dir / "namesrv-a-config"
+        home.mkdir(parents=True, exist_ok=True)
+        config = home / "namesrv.toml"
+        config.write_text(f'[http]\nnsaddr = " {a_addr} ; {b.addr} "\n')
+        a = ctx._start_ours("namesrv-a", config=config, listen=a_addr,
+                            extra_args=["--http-listen", http_addr])
+        check(a.addr == a_addr, f"namesrv-a listens on {a.addr}, not {a_addr}", ctx.logs)
+        servers = [a, b]
+    else:
+        # the default answer: our own (specific) remoting address
+        a = ctx._start_ours("namesrv", extra_args=["--http-listen", http_addr])
+        servers = [a]
+    a.http = http_addr
+    expected = [ns.addr for ns in servers]
+    check(all(x.startswith("127.0.0.1:") for x in expected), f"the list to serve is not 127.0.0.1 only: {expected}")
+    for ns in servers:
+        wait_until(f"our HTTP port {ns.http}", 10, 0.1, lambda: port_open(ns.http))
+
+    # the body, as a client and a broker ask for it (a client with a unit name adds -UNIT?nofix=1)
+    body = check_nsaddr_body(http_addr, "/rocketmq/nsaddr", expected, ctx.logs)
+    check_nsaddr_body(http_addr, "/rocketmq/nsaddr-unit?nofix=1", expected, ctx.logs)
+    print(f"# {ctx.name}: GET /rocketmq/nsaddr and /rocketmq/nsaddr-unit?nofix=1 answer {body!r}", flush=True)
+
+    # the broker: no namesrvAddr anywhere, only the address server
+    broker = ctx.start_broker(line, None, f"broker-nsaddr{line}", address_server=http_addr)
+    booted = time.monotonic()
+    conf = read_text(broker.conf)
+    check(not re.search(r"^namesrvAddr=", conf, re.M) and f"rmqAddressServerDomain={http_addr}\n" in conf
+          and "fetchNamesrvAddrByAddressServer=true\n" in conf, f"broker.conf:\n{conf}", ctx.logs)
+    check(not any("rocketmq.namesrv.addr" in arg for arg in broker.argv), f"broker argv: {broker.argv}")
+    environ = Path(f"/proc/{broker.pid}/environ").read_bytes().split(b"\0")
+    check(not any(e.startswith(b"NAMESRV_ADDR=") for e in environ), "NAMESRV_ADDR in the broker's environment")
+    for ns in servers:
+        ctx.wait_registered(ns.addr, broker, timeout=100)
+    registered_after = time.monotonic() - booted
+    changed = re.findall(r"name server address changed, old: (\S+) new: (\S+)", java_logs_text(broker.home))
+    check(changed and changed[0][0] == "null" and sorted(changed[0][1].split(";")) == sorted(expected),
+          f"the broker's log does not show the list {';'.join(expected)} fetched from the address server "
+          f"(found {changed})", ctx.logs)
+    print(f"# {ctx.name}: broker fetched {changed[0][1]} from http://{http_addr}/rocketmq/nsaddr and was in "
+          f"cluster info of {len(servers)} NameServer(s) {registered_after:.1f} s after its boot", flush=True)
+
+    # the client: neither setNamesrvAddr nor -Drocketmq.namesrv.addr nor NAMESRV_ADDR (the peer
+    # refuses to run with any of them), only -Drocketmq.namesrv.domain
+    jvm = address_server_peer_jvm(http_addr)
+    ws = f"http://{http_addr}/rocketmq/nsaddr"
+    lookups_before = sum(ours_requests(ns.http).get("GET_ROUTEINFO_BY_TOPIC", 0) for ns in servers)
+    n = ctx.count
+    topic = ctx.uniq(f"nsaddr{line}")
+    r = ctx.peer(line, "Producer", ["--address-server", "--topic", topic, "--count", n, "--prefix", "p"], jvm=jvm)
+    check(r["succeeded"] == n and r["brokers"] == [broker.broker_name], f"producer: {compact(r)}", r["_logs"])
+    check(r.get("fetchUrl") == ws and sorted(r.get("nameServers") or []) == sorted(expected),
+          f"producer: asks {r.get('fetchUrl')}, holds NameServers {r.get('nameServers')}; want {ws}, "
+          f"{expected}", r["_logs"])
+    producer_home = Path(r["_logs"][0][1]).parent
+    c = ctx.peer(line, "Consumer", ["--address-server", "--unit-name", "unit", "--topic", topic,
+                                    "--group", ctx.uniq("cg"), "--count", n, "--prefix", "p", "--timeout-s", 60],
+                 jvm=jvm)
+    check(c.get("fetchUrl") == f"{ws}-unit?nofix=1" and sorted(c.get("nameServers") or []) == sorted(expected),
+          f"consumer (unit name): asks {c.get('fetchUrl')}, holds NameServers {c.get('nameServers')}; want "
+          f"{ws}-unit?nofix=1, {expected}", c["_logs"])
+    consumer_home = Path(c["_logs"][0][1]).parent
+    for who, home in (("producer", producer_home), ("consumer", consumer_home)):
+        got = re.findall(r"name server address changed, old=(\S+), new=(\S+)", java_logs_text(home))
+        check(got and got[0][0] == "null" and sorted(got[0][1].split(";")) == sorted(expected),
+              f"the {who}'s client log does not show the list fetched from the address server (found {got})",
+              [(f"{who} logs", p) for p in sorted((home / "logs").rglob("*.log"))])
+    # ... and their lookups reached the NameServers (the Java client keeps no route cache across
+    # processes: each peer asked a NameServer of the fetched list for the topic's route)
+    lookups = sum(ours_requests(ns.http).get("GET_ROUTEINFO_BY_TOPIC", 0) for ns in servers) - lookups_before
+    registrations = [ours_requests(ns.http).get("REGISTER_BROKER", 0) for ns in servers]
+    check(lookups >= 2, f"our /metrics count {lookups} route lookups during the client run (want >= 2)", ctx.logs)
+    check(all(x > 0 for x in registrations), f"REGISTER_BROKER per NameServer: {registrations}", ctx.logs)
+    # control: the same producer with a domain where nothing listens knows no NameServer and
+    # sends nothing (no other source of addresses)
+    dead = f"127.0.0.1:{free_port()}"
+    x = ctx.peer(line, "Producer", ["--address-server", "--topic", topic, "--count", 1, "--prefix", "x",
+                                    "--timeout-s", 3], jvm=address_server_peer_jvm(dead), expect_ok=False)
+    check(not x["ok"] and x.get("succeeded") == 0 and x.get("nameServers") in ([], None),
+          f"producer with the address server {dead} (nothing listening): {compact(x)}", x["_logs"])
+    print(f"# {ctx.name}: producer sent {n} and consumer (unit name) received {n} with NameServers "
+          f"{';'.join(expected)} from the address server; /metrics: {lookups:g} route lookups during the run, "
+          f"REGISTER_BROKER {', '.join(f'{x:g}' for x in registrations)}", flush=True)
+
+
+@scenario("nsaddr5", modes=("ours",))
+def s_nsaddr5(ctx):
+    """Address server, 5.x: our server A answers /rocketmq/nsaddr with the fleet A;B (http.nsaddr);
+    a 5.5.0 broker with fetchNamesrvAddrByAddressServer=true, rmqAddressServerDomain=A's HTTP
+    port and no namesrvAddr registers with A and B; 5.5.0 producer and consumer (unit name)
+    with only -Drocketmq.namesrv.domain produce and consume N."""
+    nsaddr_scenario(ctx, "5", fleet=True)
+
+
+@scenario("nsaddr4", modes=("ours",))
+def s_nsaddr4(ctx):
+    """Address server, 4.9.x: our server answers its own address; a 4.9.7 broker and the 4.9.8
+    client find it by the address server only."""
+    nsaddr_scenario(ctx, "4", fleet=False)
 
 
 # Server-side time stamps of our log lines (tracing: RFC 3339, UTC, microseconds).

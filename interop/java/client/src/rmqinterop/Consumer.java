@@ -16,12 +16,15 @@ import org.apache.rocketmq.common.message.MessageExt;
  * Push consumer (clustering, CONSUME_FROM_FIRST_OFFSET) that waits for N distinct messages.
  *
  *   Consumer --namesrv 'a;b' --topic T --group G [--count N] [--prefix P] [--timeout-s S]
+ *   Consumer --address-server [--unit-name U] --topic T ...   (with -Drocketmq.namesrv.domain=H:P)
  *
  * Counts distinct bodies starting with "P-" (what Producer sends). start() throwing because the
  * NameServer picked first is down is tolerated (see below). Route polling and
  * rebalancing are shortened (pollNameServerInterval, -Drocketmq.client.rebalance.waitInterval
  * set by the runner) so a topic that appears a moment after start is picked up quickly.
- * Result: {"ok":..,"expected":N,"received":k,"deliveries":d,"elapsedMs":..}.
+ * With --address-server the client gets its NameServers from the HTTP address server (see
+ * Util.namesrv). Result: {"ok":..,"expected":N,"received":k,"deliveries":d,"elapsedMs":..,
+ * "addressServer":..,"nameServers":[..]}.
  */
 public final class Consumer {
     private static final String PEER = "consumer";
@@ -33,7 +36,7 @@ public final class Consumer {
         String group;
         int count;
         try {
-            namesrv = args.require("namesrv");
+            namesrv = Util.namesrv(args);
             topic = args.require("topic");
             group = args.require("group");
             count = args.getInt("count", 10);
@@ -41,6 +44,7 @@ public final class Consumer {
             Util.usage(PEER, e.getMessage());
             return;
         }
+        String unitName = args.get("unit-name", null);
         String prefix = args.get("prefix", "m") + "-";
         long start = System.currentTimeMillis();
         long deadline = start + 1000L * args.getInt("timeout-s", 60);
@@ -69,7 +73,7 @@ public final class Consumer {
             // one that did not get that far is replaced (bounded).
             while (consumer == null) {
                 attempts++;
-                DefaultMQPushConsumer c = newConsumer(namesrv, topic, group, attempts, listener);
+                DefaultMQPushConsumer c = newConsumer(namesrv, unitName, topic, group, attempts, listener);
                 try {
                     c.start();
                     consumer = c;
@@ -109,6 +113,7 @@ public final class Consumer {
                 }
                 r.with("missingSample", missing);
             }
+            Util.addressServer(r, consumer.getDefaultMQPushConsumerImpl().getmQClientFactory());
             exit = Util.emit(PEER, r);
         } catch (Exception e) {
             exit = Util.emit(PEER, Util.failure(e).with("received", seen.size()).with("startAttempts", attempts));
@@ -117,10 +122,17 @@ public final class Consumer {
         Util.exit(exit, started == null ? null : started::shutdown);
     }
 
-    private static DefaultMQPushConsumer newConsumer(String namesrv, String topic, String group, int attempt,
-        MessageListenerConcurrently listener) throws Exception {
+    private static DefaultMQPushConsumer newConsumer(String namesrv, String unitName, String topic, String group,
+        int attempt, MessageListenerConcurrently listener) throws Exception {
         DefaultMQPushConsumer c = new DefaultMQPushConsumer(group);
-        c.setNamesrvAddr(namesrv);
+        if (namesrv != null) {
+            c.setNamesrvAddr(namesrv);
+        } else if (c.getNamesrvAddr() != null) {
+            throw new IllegalStateException("--address-server: the client has namesrvAddr " + c.getNamesrvAddr());
+        }
+        if (unitName != null) {
+            c.setUnitName(unitName);
+        }
         c.setInstanceName("interop-" + ProcessHandle.current().pid() + "-" + attempt);
         c.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
         c.setPollNameServerInterval(2000);

@@ -12,11 +12,14 @@ import org.apache.rocketmq.common.message.Message;
  *
  *   Producer --namesrv 'host:port[;host:port]' --topic T [--count N] [--group G] [--prefix P]
  *            [--first I] [--timeout-s S]
+ *   Producer --address-server [--unit-name U] --topic T ...   (with -Drocketmq.namesrv.domain=H:P)
  *
  * Message i (I <= i < I+N) has key and body "P-i", so that Consumer can count distinct messages.
  * A send is retried (new attempt, new route lookup) until --timeout-s runs out, so a topic
  * that the broker auto-creates on first send, or a NameServer that just went away, is
- * tolerated. Result: {"ok":..,"sent":N,"succeeded":k,"brokers":[..],"lastError":..}.
+ * tolerated. With --address-server the client gets its NameServers from the HTTP address
+ * server instead (see Util.namesrv). Result: {"ok":..,"sent":N,"succeeded":k,"brokers":[..],
+ * "lastError":..,"addressServer":..,"nameServers":[..]}.
  */
 public final class Producer {
     private static final String PEER = "producer";
@@ -27,7 +30,7 @@ public final class Producer {
         String topic;
         int count;
         try {
-            namesrv = args.require("namesrv");
+            namesrv = Util.namesrv(args);
             topic = args.require("topic");
             count = args.getInt("count", 10);
         } catch (RuntimeException e) {
@@ -40,7 +43,14 @@ public final class Producer {
         long deadline = System.currentTimeMillis() + 1000L * args.getInt("timeout-s", 60);
 
         DefaultMQProducer producer = new DefaultMQProducer(group);
-        producer.setNamesrvAddr(namesrv);
+        if (namesrv != null) {
+            producer.setNamesrvAddr(namesrv);
+        } else if (producer.getNamesrvAddr() != null) {
+            Util.usage(PEER, "--address-server: the client has namesrvAddr " + producer.getNamesrvAddr());
+        }
+        if (args.opts.containsKey("unit-name")) {
+            producer.setUnitName(args.require("unit-name"));
+        }
         producer.setInstanceName("interop-" + ProcessHandle.current().pid());
         producer.setSendMsgTimeout(3000);
         producer.setRetryTimesWhenSendFailed(2);
@@ -75,13 +85,15 @@ public final class Producer {
                     break;
                 }
             }
-            exit = Util.emit(PEER, Util.obj()
+            Util.Obj r = Util.obj()
                 .with("ok", succeeded == count)
                 .with("topic", topic)
                 .with("sent", count)
                 .with("succeeded", succeeded)
                 .with("brokers", brokers)
-                .with("lastError", lastError));
+                .with("lastError", lastError);
+            Util.addressServer(r, producer.getDefaultMQProducerImpl().getMqClientFactory());
+            exit = Util.emit(PEER, r);
         } catch (Exception e) {
             Util.Obj r = Util.failure(e).with("succeeded", succeeded);
             exit = Util.emit(PEER, r);

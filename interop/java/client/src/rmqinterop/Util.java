@@ -6,6 +6,8 @@ import java.util.List;
 import java.util.Map;
 import org.apache.rocketmq.client.exception.MQBrokerException;
 import org.apache.rocketmq.client.exception.MQClientException;
+import org.apache.rocketmq.client.impl.factory.MQClientInstance;
+import org.apache.rocketmq.common.MixAll;
 
 /**
  * Shared helpers of the interop peers: argument parsing, the single result line, error codes.
@@ -62,6 +64,68 @@ final class Util {
         boolean flag(String key) {
             return "true".equals(opts.get(key));
         }
+    }
+
+    /**
+     * The NameServer list of --namesrv, or null with --address-server: then the client is to find
+     * its NameServers through the HTTP address server named by -Drocketmq.namesrv.domain (it asks
+     * http://DOMAIN/rocketmq/nsaddr, or nsaddr-UNIT?nofix=1 with --unit-name), which it does only
+     * when nothing else names one: no setNamesrvAddr, no -Drocketmq.namesrv.addr, no NAMESRV_ADDR
+     * in the environment. Checked here, so a peer cannot pass by way of another source.
+     */
+    static String namesrv(Args args) {
+        if (!args.flag("address-server")) {
+            return args.require("namesrv");
+        }
+        if (args.opts.containsKey("namesrv")) {
+            throw new IllegalArgumentException("--address-server excludes --namesrv");
+        }
+        String domain = System.getProperty("rocketmq.namesrv.domain");
+        if (domain == null || domain.isEmpty()) {
+            throw new IllegalArgumentException("--address-server needs -Drocketmq.namesrv.domain=HOST:PORT");
+        }
+        if (System.getProperty("rocketmq.namesrv.addr") != null || System.getenv("NAMESRV_ADDR") != null) {
+            throw new IllegalArgumentException("--address-server: rocketmq.namesrv.addr or NAMESRV_ADDR is set");
+        }
+        return null;
+    }
+
+    /**
+     * What --address-server peers add to their result: the address server URL the client asks
+     * (MixAll.getWSAddr(), before the unit suffix) and the NameServer list its client instance
+     * holds (for a --namesrv peer that is the list it was given).
+     */
+    static void addressServer(Obj result, MQClientInstance factory) {
+        result.with("addressServer", MixAll.getWSAddr());
+        if (factory != null) {
+            result.with("nameServers", factory.getMQClientAPIImpl().getNameServerAddressList());
+            result.with("fetchUrl", fetchUrl(factory.getMQClientAPIImpl()));
+        }
+    }
+
+    /**
+     * The URL the client's address fetcher asks (MQClientAPIImpl.topAddressing, a TopAddressing
+     * in 4.9.x, a DefaultTopAddressing in 5.x, both with the private fields wsAddr and unitName),
+     * built as its fetchNSAddr() does: wsAddr, plus "-UNIT?nofix=1" with a unit name. Read by
+     * reflection; null if that fails.
+     */
+    private static String fetchUrl(Object api) {
+        try {
+            java.lang.reflect.Field f = api.getClass().getDeclaredField("topAddressing");
+            f.setAccessible(true);
+            Object top = f.get(api);
+            String ws = (String) field(top, "wsAddr");
+            String unit = (String) field(top, "unitName");
+            return unit == null || unit.trim().isEmpty() ? ws : ws + "-" + unit + "?nofix=1";
+        } catch (ReflectiveOperationException | RuntimeException e) {
+            return null;
+        }
+    }
+
+    private static Object field(Object o, String name) throws ReflectiveOperationException {
+        java.lang.reflect.Field f = o.getClass().getDeclaredField(name);
+        f.setAccessible(true);
+        return f.get(o);
     }
 
     /** Ordered JSON object builder; put() returns this for chaining. */
