@@ -443,12 +443,15 @@ impl Handler<FlushKv> for KvStore {
             self,
             ctx,
             "FlushKv",
-            move |this, _| -> ResponseFuture<bool> {
+            move |this, ctx| -> ResponseFuture<bool> {
                 if this.persisted == this.version {
                     return Box::pin(async { true });
                 }
                 let (tx, rx) = oneshot::channel();
                 this.waiters.push((this.version, tx));
+                // After a failed save nothing else would write again until the next change:
+                // try now, so the flush is answered by this attempt (a stop must not hang).
+                this.start_write(ctx);
                 Box::pin(async move { matches!(rx.await, Ok(Ok(()))) })
             },
         )
