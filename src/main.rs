@@ -135,6 +135,7 @@ fn admin(args: AdminArgs) -> ExitCode {
 }
 
 async fn run(config: Config) -> Result<(), RunError> {
+    let signals = Signals::catch();
     let server = NameServer::new(config)
         .bind()
         .await
@@ -144,7 +145,7 @@ async fn run(config: Config) -> Result<(), RunError> {
     let _ = std::io::stdout().flush();
     notify::ready(server.local_addr());
     tokio::select! {
-        () = wait_for_signals(&server) => {}
+        () = wait_for_signals(&server, signals) => {}
         lost = watch_health(&server) => return Err(RunError::Lost(lost)),
     }
     info!("shutdown signal received, stopping");
@@ -192,21 +193,48 @@ async fn watch_health(server: &rmq_namesrv::NameServerHandle) -> String {
 /// How often the daemon checks that every actor is alive.
 const HEALTH_CHECK: Duration = Duration::from_secs(1);
 
+/// The stop and reload signals, caught from before the server announces itself, so a SIGTERM
+/// sent as soon as the "listening" line appears is a graceful stop, not the default kill.
+struct Signals {
+    #[cfg(unix)]
+    caught: Option<(
+        tokio::signal::unix::Signal,
+        tokio::signal::unix::Signal,
+        tokio::signal::unix::Signal,
+    )>,
+}
+
+impl Signals {
+    fn catch() -> Self {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            let caught = match (
+                signal(SignalKind::interrupt()),
+                signal(SignalKind::terminate()),
+                signal(SignalKind::hangup()),
+            ) {
+                (Ok(int), Ok(term), Ok(hup)) => Some((int, term, hup)),
+                _ => None,
+            };
+            Signals { caught }
+        }
+        #[cfg(not(unix))]
+        Signals {}
+    }
+}
+
 /// Serves signals until SIGINT or SIGTERM: SIGHUP reloads the TLS certificates.
-async fn wait_for_signals(server: &rmq_namesrv::NameServerHandle) {
+async fn wait_for_signals(server: &rmq_namesrv::NameServerHandle, signals: Signals) {
     #[cfg(unix)]
     {
-        use tokio::signal::unix::{signal, SignalKind};
-        let (Ok(mut term), Ok(mut hup)) = (
-            signal(SignalKind::terminate()),
-            signal(SignalKind::hangup()),
-        ) else {
+        let Some((mut int, mut term, mut hup)) = signals.caught else {
             let _ = tokio::signal::ctrl_c().await;
             return;
         };
         loop {
             tokio::select! {
-                _ = tokio::signal::ctrl_c() => return,
+                _ = int.recv() => return,
                 _ = term.recv() => return,
                 _ = hup.recv() => match server.reload_tls().await {
                     Ok(what) => info!(outcome = %what, "SIGHUP: TLS reload"),
@@ -217,7 +245,7 @@ async fn wait_for_signals(server: &rmq_namesrv::NameServerHandle) {
     }
     #[cfg(not(unix))]
     {
-        let _ = server;
+        let _ = (server, signals);
         let _ = tokio::signal::ctrl_c().await;
     }
 }
