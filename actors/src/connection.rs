@@ -231,6 +231,7 @@ impl Connection {
                 limits: self.share.services.limits.clone(),
                 max_inflated_body: self.share.settings.max_inflated_body_bytes,
                 source: self.peer.ip(),
+                peer: self.peer,
             },
             cmd,
             self.id,

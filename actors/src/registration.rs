@@ -19,7 +19,7 @@
 //!    answering; the last reference is here, and a large table is freed on the blocking pool.
 
 use std::hash::Hasher;
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -93,6 +93,8 @@ pub struct Registrar {
     pub max_inflated_body: usize,
     /// The client, for the refusal count and log.
     pub source: IpAddr,
+    /// The client's address (its PROXY-header address where given), for the logs.
+    pub peer: SocketAddr,
 }
 
 /// The most a zlib stream inflates per compressed byte (deflate's limit is about 1032:1).
@@ -159,7 +161,7 @@ pub async fn register(
         // A body with a lease is large or compressed (small on the wire, large inflated):
         // decoded off-loop.
         let offload = lease.is_some();
-        let (msg, memo) = decode_off_loop(
+        let (mut msg, memo) = decode_off_loop(
             cmd.clone(),
             conn,
             max_inflated_body,
@@ -168,6 +170,7 @@ pub async fn register(
         )
         .await?;
         drop(lease);
+        msg.registration.peer = Some(to.peer);
         let table = match &msg.registration.topics {
             TopicsPayload::Full(table) => Some(Arc::clone(&table.wrapper)),
             TopicsPayload::Same(_) => None,
@@ -310,6 +313,7 @@ pub fn decode_registration(
         topics,
         filter_servers,
         conn,
+        peer: None,
     };
     Ok((RegisterBroker { registration }, memo))
 }
@@ -417,6 +421,7 @@ mod tests {
             limits: limits.clone(),
             max_inflated_body: MAX_INFLATED,
             source: std::net::IpAddr::from([127, 0, 0, 1]),
+            peer: SocketAddr::from(([127, 0, 0, 1], 40_000)),
         };
         let json = to_json(&sample_body(), JsonStyle::Legacy);
         let request = register_request(json, 0, false);

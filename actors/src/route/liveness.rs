@@ -91,7 +91,8 @@ impl RouteTables {
         expired.sort_by(|a, b| a.instance.cmp(&b.instance));
         let mut requests = Vec::with_capacity(expired.len());
         for gone in &expired {
-            warn!(broker = %gone.instance, conn = %gone.conn, "broker expired");
+            let peer = self.live.get(&gone.instance).and_then(|l| l.peer);
+            warn!(broker = %gone.instance, conn = %gone.conn, peer = ?peer, "broker expired");
             match self.resolve(&gone.instance) {
                 Some(request) => requests.push(request),
                 // No group lists it (Java keeps such an entry forever); drop it.
@@ -133,7 +134,8 @@ impl RouteTables {
         let sweep = match self.resolve(&instance) {
             Some(request) => {
                 self.counters.channel_close_removals += 1;
-                info!(broker = %instance, conn = %conn, "broker connection closed, unregistering");
+                let peer = self.live.get(&instance).and_then(|l| l.peer);
+                info!(broker = %instance, conn = %conn, peer = ?peer, "broker connection closed, unregistering");
                 self.unregister_start(std::slice::from_ref(&request))
             }
             None => {

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
+use std::net::SocketAddr;
 use std::ops::Bound;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -92,6 +93,8 @@ pub struct Registration {
     pub filter_servers: Option<Vec<String>>,
     /// The connection the registration arrived on; closing it unregisters the broker.
     pub conn: ConnId,
+    /// That connection's client address, for the logs.
+    pub peer: Option<SocketAddr>,
 }
 
 /// What a registration did.
@@ -426,13 +429,14 @@ impl RouteTables {
                 timeout: reg.heartbeat_timeout.unwrap_or(self.default_expiry),
                 data_version: summary.data_version,
                 conn: reg.conn,
+                peer: reg.peer,
                 ha_server_addr: reg.ha_server_addr.clone(),
                 applied,
             },
         );
         if previous.is_none() {
             self.counters.registrations_new += 1;
-            info!(broker = %name, id = reg.id, addr = %reg.addr, cluster = %reg.cluster, conn = %reg.conn, "new broker registered");
+            info!(broker = %name, id = reg.id, addr = %reg.addr, cluster = %reg.cluster, conn = %reg.conn, peer = ?reg.peer, "new broker registered");
         } else if matches!(reg.topics, TopicsPayload::Same(_)) {
             self.counters.registrations_unchanged_body += 1;
         } else {

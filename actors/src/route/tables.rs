@@ -70,6 +70,8 @@ pub struct LiveBroker {
     pub timeout: Duration,
     pub data_version: DataVersion,
     pub conn: ConnId,
+    /// The client address of that connection, for the logs.
+    pub peer: Option<std::net::SocketAddr>,
     pub ha_server_addr: Option<String>,
     /// The topic set this instance last put into the route tables as master or prime slave
     /// (its fingerprint) and the table's removal count at that moment.

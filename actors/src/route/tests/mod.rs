@@ -67,6 +67,7 @@ impl Reg {
                 topics: TopicsPayload::Full(TopicTable::new(TopicConfigWrapper::default())),
                 filter_servers: Some(Vec::new()),
                 conn: ConnId(id as u64 + 1),
+                peer: None,
             },
             topics: topics(topic_names, version(1)),
         }
