@@ -13,8 +13,11 @@ impl Handler<CollectWorkerMetrics> for RouteCacheKeeper {
 
     fn handle(&mut self, _: CollectWorkerMetrics, _: &mut Context<Self>) -> Self::Result {
         let mut snapshot = metrics::of_this_thread(self.id)
-            .try_borrow()
-            .map(|m| m.snapshot())
+            .try_borrow_mut()
+            .map(|mut m| {
+                m.settle();
+                m.snapshot()
+            })
             .unwrap_or_default();
         snapshot.route_cache_bytes = WorkerCache::of_this_thread(self.id).map_or(0, |c| c.bytes());
         snapshot.pending_requests =

@@ -43,6 +43,9 @@ struct ReplyTo {
     /// The request's code and when its frame was read, for the metrics.
     code: i32,
     read_at: Instant,
+    /// Answered while its frame is being handled (not by an actor): its latency is taken once
+    /// for the whole batch of frames read together (crate::metrics).
+    at_once: bool,
 }
 
 /// One connection. See the module docs.
@@ -67,6 +70,8 @@ pub struct Connection {
     inbox: BytesMut,
     /// When the frame at the start of `inbox` was found incomplete (slowloris check).
     partial_since: Option<Instant>,
+    /// When the bytes being decoded were read (request latency starts there).
+    read_at: Instant,
     /// The peer closed its side (EOF): answer what was asked, then close.
     read_closed: bool,
     write: BoxedWrite,
@@ -121,6 +126,7 @@ impl Connection {
                 read,
                 inbox: BytesMut::new(),
                 partial_since: None,
+                read_at: Instant::now(),
                 read_closed: false,
                 write,
                 outbox: Outbox::default(),
@@ -163,7 +169,8 @@ impl Connection {
                     oneway: false,
                     serialize_type: cmd.serialize_type,
                     code: cmd.code,
-                    read_at: Instant::now(),
+                    read_at: self.read_at,
+                    at_once: true,
                 };
                 drop(_entered);
                 self.reply(reply_to, go_away(), ctx);
@@ -175,7 +182,8 @@ impl Connection {
             oneway: cmd.is_oneway(),
             serialize_type: cmd.serialize_type,
             code: cmd.code,
-            read_at: Instant::now(),
+            read_at: self.read_at,
+            at_once: true,
         };
         drop(_entered);
         let share = Rc::clone(&self.share);
@@ -254,7 +262,14 @@ impl Connection {
                         err.into_response()
                     }
                 };
-                act.reply(reply_to, response, ctx);
+                act.reply(
+                    ReplyTo {
+                        at_once: false,
+                        ..reply_to
+                    },
+                    response,
+                    ctx,
+                );
                 act.finish_if_done(ctx);
             },
         );
@@ -281,7 +296,14 @@ impl Connection {
                     system_error(format!("name server busy or restarting: {err}"))
                 }
             };
-            act.reply(reply_to, response, ctx);
+            act.reply(
+                ReplyTo {
+                    at_once: false,
+                    ..reply_to
+                },
+                response,
+                ctx,
+            );
             act.finish_if_done(ctx);
         });
         self.spawn_or_wait(fut, ctx);
@@ -296,6 +318,13 @@ impl Connection {
         ctx: &mut Context<Self>,
     ) {
         ctx.spawn(fut);
+    }
+
+    /// Times the requests answered at once since the last read (one clock read for them all).
+    fn settle_metrics(&self) {
+        if let Ok(mut metrics) = self.share.metrics.try_borrow_mut() {
+            metrics.settle();
+        }
     }
 
     /// Whether the connection reads no more for now: too many requests in flight, or too many
@@ -317,7 +346,11 @@ impl Connection {
     fn reply(&mut self, reply_to: ReplyTo, mut response: RemotingCommand, ctx: &mut Context<Self>) {
         let answered = (!reply_to.oneway).then_some(response.code);
         if let Ok(mut metrics) = self.share.metrics.try_borrow_mut() {
-            metrics.request(reply_to.code, answered, reply_to.read_at.elapsed());
+            if reply_to.at_once {
+                metrics.answered_at_once(reply_to.code, answered, reply_to.read_at);
+            } else {
+                metrics.request(reply_to.code, answered, reply_to.read_at.elapsed());
+            }
         }
         if reply_to.oneway {
             return;

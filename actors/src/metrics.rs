@@ -7,7 +7,7 @@
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use actix::Message;
 use rmq_protocol::codec::FrameError;
@@ -19,6 +19,24 @@ use crate::route_cache::CacheId;
 pub const LATENCY_BOUNDS: [f64; 14] = [
     0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
     1.0,
+];
+
+/// [`LATENCY_BOUNDS`] in nanoseconds (what the request path compares).
+const LATENCY_BOUNDS_NANOS: [u64; 14] = [
+    50_000,
+    100_000,
+    250_000,
+    500_000,
+    1_000_000,
+    2_500_000,
+    5_000_000,
+    10_000_000,
+    25_000_000,
+    50_000_000,
+    100_000_000,
+    250_000_000,
+    500_000_000,
+    1_000_000_000,
 ];
 
 /// Request codes counted one by one; any other code is counted under [`OTHER_CODE`].
@@ -34,30 +52,36 @@ pub struct CodeStats {
     pub responses: Vec<(Option<i32>, u64)>,
     /// Requests per latency bucket ([`LATENCY_BOUNDS`], then +Inf); not cumulative.
     pub buckets: [u64; LATENCY_BOUNDS.len() + 1],
-    pub sum_seconds: f64,
+    pub sum_nanos: u64,
     pub count: u64,
 }
 
 impl CodeStats {
-    fn record(&mut self, response: Option<i32>, elapsed: Duration) {
+    /// `n` requests answered `response` after `elapsed`.
+    fn record(&mut self, response: Option<i32>, elapsed: Duration, n: u64) {
         match self
             .responses
             .iter_mut()
             .find(|(code, _)| *code == response)
         {
-            Some((_, n)) => *n += 1,
-            None => self.responses.push((response, 1)),
+            Some((_, count)) => *count += n,
+            None => self.responses.push((response, n)),
         }
-        let seconds = elapsed.as_secs_f64();
-        let bucket = LATENCY_BOUNDS
+        let nanos = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
+        let bucket = LATENCY_BOUNDS_NANOS
             .iter()
-            .position(|bound| seconds <= *bound)
-            .unwrap_or(LATENCY_BOUNDS.len());
+            .position(|bound| nanos <= *bound)
+            .unwrap_or(LATENCY_BOUNDS_NANOS.len());
         if let Some(slot) = self.buckets.get_mut(bucket) {
-            *slot += 1;
+            *slot += n;
         }
-        self.sum_seconds += seconds;
-        self.count += 1;
+        self.sum_nanos = self.sum_nanos.saturating_add(nanos.saturating_mul(n));
+        self.count += n;
+    }
+
+    /// The sum of the latencies, in seconds.
+    pub fn sum_seconds(&self) -> f64 {
+        self.sum_nanos as f64 / 1e9
     }
 
     fn merge(&mut self, other: &CodeStats) {
@@ -70,7 +94,7 @@ impl CodeStats {
         for (mine, theirs) in self.buckets.iter_mut().zip(other.buckets.iter()) {
             *mine += theirs;
         }
-        self.sum_seconds += other.sum_seconds;
+        self.sum_nanos = self.sum_nanos.saturating_add(other.sum_nanos);
         self.count += other.count;
     }
 }
@@ -85,11 +109,51 @@ pub struct WorkerMetrics {
     frame_errors: BTreeMap<&'static str, u64>,
     connections_opened: u64,
     connections_closed: u64,
+    /// Requests answered at once and not yet timed: code, response code, when read, how many
+    /// (consecutive requests alike share an entry: a pipelined batch of route queries is one).
+    at_once: Vec<(i32, Option<i32>, Instant, u64)>,
 }
 
+/// Requests answered at once that wait for [`WorkerMetrics::settle`] at most; beyond, they are
+/// timed at once.
+const AT_ONCE_BATCH: usize = 1024;
+
 impl WorkerMetrics {
+    /// A request answered while its frame was being handled (a cached route, an error): timed
+    /// by the next [`WorkerMetrics::settle`], with one clock read for all of them.
+    pub fn answered_at_once(&mut self, code: i32, response: Option<i32>, read_at: Instant) {
+        if let Some(last) = self.at_once.last_mut() {
+            if last.0 == code && last.1 == response && last.2 == read_at {
+                last.3 += 1;
+                return;
+            }
+        }
+        self.at_once.push((code, response, read_at, 1));
+        if self.at_once.len() >= AT_ONCE_BATCH {
+            self.settle();
+        }
+    }
+
+    /// Times the requests answered at once since the last call.
+    pub fn settle(&mut self) {
+        if self.at_once.is_empty() {
+            return;
+        }
+        let now = Instant::now();
+        // The buffer is kept (it is the thread's, not a connection's).
+        let mut pending = std::mem::take(&mut self.at_once);
+        for (code, response, read_at, n) in pending.drain(..) {
+            self.record(code, response, now.saturating_duration_since(read_at), n);
+        }
+        self.at_once = pending;
+    }
+
     /// One request answered (`response`: its code; `None` for a oneway request).
     pub fn request(&mut self, code: i32, response: Option<i32>, elapsed: Duration) {
+        self.record(code, response, elapsed, 1);
+    }
+
+    fn record(&mut self, code: i32, response: Option<i32>, elapsed: Duration, n: u64) {
         if self.codes.is_empty() {
             self.codes.resize_with(TRACKED_CODES + 1, || None);
         }
@@ -99,7 +163,7 @@ impl WorkerMetrics {
             .unwrap_or(TRACKED_CODES);
         if let Some(slot) = self.codes.get_mut(index) {
             slot.get_or_insert_with(Box::default)
-                .record(response, elapsed);
+                .record(response, elapsed, n);
         }
     }
 
@@ -219,6 +283,13 @@ pub fn of_this_thread(id: CacheId) -> SharedMetrics {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_nanosecond_bounds_are_the_published_ones() {
+        for (seconds, nanos) in LATENCY_BOUNDS.iter().zip(LATENCY_BOUNDS_NANOS.iter()) {
+            assert_eq!((seconds * 1e9).round() as u64, *nanos);
+        }
+    }
 
     #[test]
     fn requests_are_counted_by_code_response_and_latency() {

@@ -181,7 +181,7 @@ impl prometheus_client::collector::Collector for Collected {
                 durations
                     .encode_family(&labels)?
                     .encode_histogram::<NoLabelSet>(
-                        stats.sum_seconds,
+                        stats.sum_seconds(),
                         stats.count,
                         &buckets,
                         None,

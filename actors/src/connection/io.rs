@@ -40,70 +40,85 @@ impl ActorFuture<Connection> for ReadFrames {
         ctx: &mut Context<Connection>,
         task: &mut std::task::Context<'_>,
     ) -> Poll<()> {
-        loop {
-            if ctx.state().stopping() {
+        // Requests answered at once while decoding are timed together when decoding stops.
+        let outcome = read_frames(act, ctx, task);
+        act.settle_metrics();
+        outcome
+    }
+}
+
+/// The body of [`ReadFrames`]: decodes what is buffered, reads more, until it must wait.
+fn read_frames(
+    act: &mut Connection,
+    ctx: &mut Context<Connection>,
+    task: &mut std::task::Context<'_>,
+) -> Poll<()> {
+    loop {
+        if ctx.state().stopping() {
+            return Poll::Ready(());
+        }
+        if ctx.waiting() {
+            return Poll::Pending;
+        }
+        if act.read_paused() {
+            act.read_waker = Some(task.waker().clone());
+            return Poll::Pending;
+        }
+        if let Some(frame) =
+            take_large_header_frame(&mut act.inbox, act.share.settings.max_frame_bytes)
+        {
+            // Decoding a header of megabytes takes milliseconds: off this thread, while
+            // this connection reads nothing more (its requests stay in order).
+            act.partial_since = None;
+            let decoding =
+                crate::background::spawn(move || rmq_protocol::codec::decode_frame(frame));
+            ctx.wait(decoding.into_actor(act).map(|decoded, act, ctx| {
+                let item = decoded.unwrap_or_else(|err| {
+                    Err(FrameError::Io(std::io::Error::other(format!(
+                        "header decoding failed: {err}"
+                    ))))
+                });
+                act.on_frame(item, ctx);
+            }));
+            return Poll::Pending;
+        }
+        match act.codec.decode(&mut act.inbox) {
+            Ok(Some(cmd)) => {
+                act.partial_since = None;
+                act.on_frame(Ok(cmd), ctx);
+                continue;
+            }
+            Ok(None) => {
+                if !act.inbox.is_empty() && act.partial_since.is_none() {
+                    act.partial_since = Some(Instant::now());
+                }
+            }
+            Err(err) => {
+                act.on_frame(Err(err), ctx);
                 return Poll::Ready(());
             }
-            if ctx.waiting() {
+        }
+        match act.poll_fill(task) {
+            Poll::Pending => {
+                // Nothing more for now: a buffer with no frame in it goes back.
+                // (Even one of no capacity: it may still share the allocation of the frames
+                // split from it.)
+                if act.inbox.is_empty() {
+                    act.inbox = BytesMut::new();
+                }
                 return Poll::Pending;
             }
-            if act.read_paused() {
-                act.read_waker = Some(task.waker().clone());
-                return Poll::Pending;
+            Poll::Ready(Ok(0)) => {
+                act.read_ended(ctx);
+                return Poll::Ready(());
             }
-            if let Some(frame) =
-                take_large_header_frame(&mut act.inbox, act.share.settings.max_frame_bytes)
-            {
-                // Decoding a header of megabytes takes milliseconds: off this thread, while
-                // this connection reads nothing more (its requests stay in order).
-                act.partial_since = None;
-                let decoding =
-                    crate::background::spawn(move || rmq_protocol::codec::decode_frame(frame));
-                ctx.wait(decoding.into_actor(act).map(|decoded, act, ctx| {
-                    let item = decoded.unwrap_or_else(|err| {
-                        Err(FrameError::Io(std::io::Error::other(format!(
-                            "header decoding failed: {err}"
-                        ))))
-                    });
-                    act.on_frame(item, ctx);
-                }));
-                return Poll::Pending;
+            Poll::Ready(Ok(_)) => {
+                // One clock read per read, not per frame.
+                act.read_at = Instant::now();
             }
-            match act.codec.decode(&mut act.inbox) {
-                Ok(Some(cmd)) => {
-                    act.partial_since = None;
-                    act.on_frame(Ok(cmd), ctx);
-                    continue;
-                }
-                Ok(None) => {
-                    if !act.inbox.is_empty() && act.partial_since.is_none() {
-                        act.partial_since = Some(Instant::now());
-                    }
-                }
-                Err(err) => {
-                    act.on_frame(Err(err), ctx);
-                    return Poll::Ready(());
-                }
-            }
-            match act.poll_fill(task) {
-                Poll::Pending => {
-                    // Nothing more for now: a buffer with no frame in it goes back.
-                    // (Even one of no capacity: it may still share the allocation of the frames
-                    // split from it.)
-                    if act.inbox.is_empty() {
-                        act.inbox = BytesMut::new();
-                    }
-                    return Poll::Pending;
-                }
-                Poll::Ready(Ok(0)) => {
-                    act.read_ended(ctx);
-                    return Poll::Ready(());
-                }
-                Poll::Ready(Ok(_)) => {}
-                Poll::Ready(Err(err)) => {
-                    act.on_frame(Err(FrameError::Io(err)), ctx);
-                    return Poll::Ready(());
-                }
+            Poll::Ready(Err(err)) => {
+                act.on_frame(Err(FrameError::Io(err)), ctx);
+                return Poll::Ready(());
             }
         }
     }
