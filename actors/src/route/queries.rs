@@ -174,11 +174,7 @@ impl RouteTables {
 
     /// Topics whose name contains `filter` (case-insensitive; all when empty), sorted, at most
     /// `limit`, with their queues per broker group; and how many topics matched in all.
-    pub fn topics_overview(
-        &self,
-        filter: &str,
-        limit: usize,
-    ) -> (Vec<TopicQueues>, usize) {
+    pub fn topics_overview(&self, filter: &str, limit: usize) -> (Vec<TopicQueues>, usize) {
         let filter = filter.to_lowercase();
         let mut matched: Vec<&TopicName> = self
             .topics
