@@ -16,6 +16,15 @@ impl Health {
         self.actors.iter().all(|a| a.alive)
     }
 
+    /// The actors that are gone, by name.
+    pub fn lost(&self) -> Vec<&'static str> {
+        self.actors
+            .iter()
+            .filter(|a| !a.alive)
+            .map(|a| a.actor)
+            .collect()
+    }
+
     /// Handler panics contained so far, all actors together.
     pub fn panics(&self) -> u64 {
         self.actors.iter().map(|a| a.panics).sum()

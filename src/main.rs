@@ -179,13 +179,7 @@ async fn watch_health(server: &rmq_namesrv::NameServerHandle) -> String {
         tick.tick().await;
         let health = server.health().await;
         if !health.serving() {
-            let lost: Vec<&str> = health
-                .actors
-                .iter()
-                .filter(|a| !a.alive)
-                .map(|a| a.actor)
-                .collect();
-            return lost.join(", ");
+            return health.lost().join(", ");
         }
     }
 }

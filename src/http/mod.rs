@@ -120,12 +120,7 @@ async fn not_found() -> HttpResponse {
 /// 200 when every actor answers, 503 naming those that do not.
 async fn health(observed: web::Data<Observed>) -> HttpResponse {
     let health = (observed.health)().await;
-    let lost: Vec<&str> = health
-        .actors
-        .iter()
-        .filter(|a| !a.alive)
-        .map(|a| a.actor)
-        .collect();
+    let lost = health.lost();
     if lost.is_empty() {
         text(format!(
             "ok: {} actors alive, {} panics contained\n",
