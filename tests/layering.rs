@@ -18,10 +18,10 @@ const ACTORS: Ladder = Ladder {
         &["settings"],
         &["messages"],
         &["registry", "response", "route_cache", "limits"],
-        &["kv", "housekeeping", "tls_reload"],
+        &["kv", "housekeeping", "tls_reload", "metrics"],
         &["dispatch"],
         &["worker", "registration"],
-        &["connection"],
+        &["connection", "collect"],
         &["listener"],
     ],
 };
@@ -29,10 +29,10 @@ const ACTORS: Ladder = Ladder {
 const DAEMON: Ladder = Ladder {
     src: "src",
     rungs: &[
-        &["java_keys"],
+        &["java_keys", "health", "notify"],
         &["config"],
-        &["java_props"],
-        &["runtime_config", "product_env"],
+        &["java_props", "logging"],
+        &["runtime_config", "product_env", "http"],
         &["server"],
     ],
 };
