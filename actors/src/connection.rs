@@ -245,13 +245,9 @@ impl Connection {
             self.id,
             self.last_body.as_deref().cloned(),
         );
-        self.in_flight += 1;
-        self.share.bounds.pending_started();
+        self.waiting_started();
         let fut = registered.into_actor(self).map(
             move |result: Result<_, RegistrationError>, act, ctx| {
-                act.in_flight -= 1;
-                act.maybe_resume();
-                act.share.bounds.pending_done();
                 let response = match result {
                     Ok((reply, memo)) => {
                         act.last_body = Some(Box::new(memo));
@@ -262,15 +258,7 @@ impl Connection {
                         err.into_response()
                     }
                 };
-                act.reply(
-                    ReplyTo {
-                        at_once: false,
-                        ..reply_to
-                    },
-                    response,
-                    ctx,
-                );
-                act.finish_if_done(ctx);
+                act.answer_waited(reply_to, response, ctx);
             },
         );
         self.spawn_or_wait(fut, ctx);
@@ -283,12 +271,8 @@ impl Connection {
         F: Future<Output = Result<R, MailboxError>> + 'static,
         R: IntoResponse,
     {
-        self.in_flight += 1;
-        self.share.bounds.pending_started();
+        self.waiting_started();
         let fut = reply.into_actor(self).map(move |result, act, ctx| {
-            act.in_flight -= 1;
-            act.maybe_resume();
-            act.share.bounds.pending_done();
             let response = match result {
                 Ok(reply) => reply.into_response(),
                 Err(err) => {
@@ -296,17 +280,35 @@ impl Connection {
                     system_error(format!("name server busy or restarting: {err}"))
                 }
             };
-            act.reply(
-                ReplyTo {
-                    at_once: false,
-                    ..reply_to
-                },
-                response,
-                ctx,
-            );
-            act.finish_if_done(ctx);
+            act.answer_waited(reply_to, response, ctx);
         });
         self.spawn_or_wait(fut, ctx);
+    }
+
+    /// A request starts waiting for an actor: it holds an in-flight place and counts as pending
+    /// on the thread until [`Connection::answer_waited`].
+    fn waiting_started(&mut self) {
+        self.in_flight += 1;
+        self.share.bounds.pending_started();
+    }
+
+    /// The answer of a request that waited for an actor: its places are given back (reading
+    /// resumes if it paused for them), the answer is written, timed from its read.
+    fn answer_waited(
+        &mut self,
+        reply_to: ReplyTo,
+        response: RemotingCommand,
+        ctx: &mut Context<Self>,
+    ) {
+        self.in_flight -= 1;
+        self.maybe_resume();
+        self.share.bounds.pending_done();
+        let reply_to = ReplyTo {
+            at_once: false,
+            ..reply_to
+        };
+        self.reply(reply_to, response, ctx);
+        self.finish_if_done(ctx);
     }
 
     /// Runs a request's future. Beyond `max_in_flight` outstanding ones, reading pauses (see
@@ -322,9 +324,7 @@ impl Connection {
 
     /// Times the requests answered at once since the last read (one clock read for them all).
     fn settle_metrics(&self) {
-        if let Ok(mut metrics) = self.share.metrics.try_borrow_mut() {
-            metrics.settle();
-        }
+        self.share.count(|m| m.settle());
     }
 
     /// Whether the connection reads no more for now: too many requests in flight, or too many
@@ -345,13 +345,13 @@ impl Connection {
 
     fn reply(&mut self, reply_to: ReplyTo, mut response: RemotingCommand, ctx: &mut Context<Self>) {
         let answered = (!reply_to.oneway).then_some(response.code);
-        if let Ok(mut metrics) = self.share.metrics.try_borrow_mut() {
+        self.share.count(|m| {
             if reply_to.at_once {
-                metrics.answered_at_once(reply_to.code, answered, reply_to.read_at);
+                m.answered_at_once(reply_to.code, answered, reply_to.read_at);
             } else {
-                metrics.request(reply_to.code, answered, reply_to.read_at.elapsed());
+                m.request(reply_to.code, answered, reply_to.read_at.elapsed());
             }
-        }
+        });
         if reply_to.oneway {
             return;
         }
@@ -494,9 +494,7 @@ impl Connection {
                 ctx.stop();
             }
             Err(err) => {
-                if let Ok(mut metrics) = self.share.metrics.try_borrow_mut() {
-                    metrics.frame_error(&err);
-                }
+                self.share.count(|m| m.frame_error(&err));
                 self.refused(
                     Limit::BadInput,
                     format!("bad frame, closing connection: {err}"),
@@ -566,13 +564,13 @@ impl Responder for Answering<'_> {
     }
 
     fn route_cache_counted(&mut self, hit: bool) {
-        if let Ok(mut metrics) = self.conn.share.metrics.try_borrow_mut() {
+        self.conn.share.count(|m| {
             if hit {
-                metrics.route_cache_hit();
+                m.route_cache_hit();
             } else {
-                metrics.route_cache_miss();
+                m.route_cache_miss();
             }
-        }
+        });
     }
 }
 
@@ -581,9 +579,7 @@ impl Actor for Connection {
 
     fn started(&mut self, ctx: &mut Self::Context) {
         debug!(parent: &self.span, "connection opened");
-        if let Ok(mut metrics) = self.share.metrics.try_borrow_mut() {
-            metrics.connection_opened();
-        }
+        self.share.count(|m| m.connection_opened());
         self.share.services.opened.do_send(ConnectionOpened {
             conn: self.id,
             peer: self.peer,
@@ -617,9 +613,7 @@ impl Connection {
         if std::mem::replace(&mut self.closed_told, true) {
             return;
         }
-        if let Ok(mut metrics) = self.share.metrics.try_borrow_mut() {
-            metrics.connection_closed();
-        }
+        self.share.count(|m| m.connection_closed());
         // Its queued bytes and pending requests no longer count against the thread's bounds.
         self.outbox.clear();
         self.charge();

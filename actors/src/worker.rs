@@ -97,6 +97,14 @@ impl WorkerShare {
         }
     }
 
+    /// Counts into this thread's metrics (skipped in the impossible case that they are being
+    /// counted into already: one thread, no re-entry).
+    pub fn count(&self, counting: impl FnOnce(&mut crate::metrics::WorkerMetrics)) {
+        if let Ok(mut metrics) = self.metrics.try_borrow_mut() {
+            counting(&mut metrics);
+        }
+    }
+
     /// This thread's share of NameServer `id`, while a connection holds it.
     pub fn find(id: CacheId) -> Option<Rc<WorkerShare>> {
         SHARES.with(|shares| shares.borrow().get(&id).and_then(Weak::upgrade))
