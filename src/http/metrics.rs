@@ -87,23 +87,20 @@ fn sample(
     name: &str,
     help: &str,
     kind: MetricType,
-    samples: &[(Vec<(&'static str, String)>, f64)],
+    samples: &[(Vec<(&'static str, String)>, u64)],
 ) -> Result<(), std::fmt::Error> {
     let mut family = encoder.encode_descriptor(name, help, None, kind)?;
     for (labels, value) in samples {
         let mut metric = family.encode_family(labels)?;
         match kind {
-            MetricType::Counter => {
-                // Counters are whole numbers here.
-                metric.encode_counter::<NoLabelSet, _, u64>(&(*value as u64), None)?
-            }
-            _ => metric.encode_gauge(&(*value as i64))?,
+            MetricType::Counter => metric.encode_counter::<NoLabelSet, _, u64>(value, None)?,
+            _ => metric.encode_gauge(&i64::try_from(*value).unwrap_or(i64::MAX))?,
         }
     }
     Ok(())
 }
 
-fn one(value: f64) -> Vec<(Vec<(&'static str, String)>, f64)> {
+fn one(value: u64) -> Vec<(Vec<(&'static str, String)>, u64)> {
     vec![(Vec::new(), value)]
 }
 
@@ -140,7 +137,7 @@ impl prometheus_client::collector::Collector for Collected {
                     ("version", env!("CARGO_PKG_VERSION").to_owned()),
                     ("rocketmq_version", "V5_3_3".to_owned()),
                 ],
-                1.0,
+                1,
             )],
         )?;
 
@@ -152,7 +149,7 @@ impl prometheus_client::collector::Collector for Collected {
                     "response_code",
                     response.map_or_else(|| "none".to_owned(), |r| r.to_string()),
                 ));
-                requests.push((labels, *n as f64));
+                requests.push((labels, *n));
             }
         }
         sample(
@@ -196,9 +193,9 @@ impl prometheus_client::collector::Collector for Collected {
             "REGISTER_BROKER applied: new instance, refreshed (body decoded), unchanged body (not decoded).",
             Counter,
             &[
-                (vec![("kind", "new".to_owned())], c.registrations_new as f64),
-                (vec![("kind", "refreshed".to_owned())], c.registrations_refreshed as f64),
-                (vec![("kind", "unchanged_body".to_owned())], c.registrations_unchanged_body as f64),
+                (vec![("kind", "new".to_owned())], c.registrations_new),
+                (vec![("kind", "refreshed".to_owned())], c.registrations_refreshed),
+                (vec![("kind", "unchanged_body".to_owned())], c.registrations_unchanged_body),
             ],
         )?;
         sample(
@@ -206,20 +203,20 @@ impl prometheus_client::collector::Collector for Collected {
             "broker_expiries",
             "Brokers dropped by the expiry scan.",
             Counter,
-            &one(c.expiries as f64),
+            &one(c.expiries),
         )?;
         sample(
             e,
             "broker_channel_close_removals",
             "Brokers removed because their connection closed.",
             Counter,
-            &one(c.channel_close_removals as f64),
+            &one(c.channel_close_removals),
         )?;
         let live: Vec<_> = s
             .registry
             .live_by_cluster
             .iter()
-            .map(|(cluster, n)| (vec![("cluster", cluster.clone())], *n as f64))
+            .map(|(cluster, n)| (vec![("cluster", cluster.clone())], *n as u64))
             .collect();
         sample(
             e,
@@ -234,21 +231,21 @@ impl prometheus_client::collector::Collector for Collected {
             "broker_groups",
             "Broker groups (broker names).",
             Gauge,
-            &one(stats.broker_groups as f64),
+            &one(stats.broker_groups as u64),
         )?;
         sample(
             e,
             "clusters",
             "Clusters.",
             Gauge,
-            &one(stats.clusters as f64),
+            &one(stats.clusters as u64),
         )?;
         sample(
             e,
             "topics",
             "Topics in the route table.",
             Gauge,
-            &one(stats.topics as f64),
+            &one(stats.topics as u64),
         )?;
 
         sample(
@@ -256,20 +253,20 @@ impl prometheus_client::collector::Collector for Collected {
             "connections_open",
             "Open client connections.",
             Gauge,
-            &one(s.open_connections as f64),
+            &one(s.open_connections as u64),
         )?;
         sample(
             e,
             "connections_accepted",
             "Connections accepted.",
             Counter,
-            &one(s.workers.connections_opened as f64),
+            &one(s.workers.connections_opened),
         )?;
         let refused_by = |limit: Limit| {
             s.limits
                 .iter()
                 .find(|(l, _)| *l == limit)
-                .map_or(0, |(_, n)| *n) as f64
+                .map_or(0, |(_, n)| *n)
         };
         sample(
             e,
@@ -291,7 +288,7 @@ impl prometheus_client::collector::Collector for Collected {
             .iter()
             .map(|kind| {
                 let n = s.workers.frame_errors.get(kind).copied().unwrap_or(0);
-                (vec![("kind", (*kind).to_owned())], n as f64)
+                (vec![("kind", (*kind).to_owned())], n)
             })
             .collect();
         sample(
@@ -318,48 +315,48 @@ impl prometheus_client::collector::Collector for Collected {
             "route_cache_hits",
             "Route queries answered from a connection thread's cache.",
             Counter,
-            &one(s.workers.route_cache_hits as f64),
+            &one(s.workers.route_cache_hits),
         )?;
         sample(
             e,
             "route_cache_misses",
             "Route queries asked of the registry.",
             Counter,
-            &one(s.workers.route_cache_misses as f64),
+            &one(s.workers.route_cache_misses),
         )?;
         sample(
             e,
             "route_cache_bytes",
             "Bytes of encoded routes held by the connection threads' caches.",
             Gauge,
-            &one(s.workers.route_cache_bytes as f64),
+            &one(s.workers.route_cache_bytes as u64),
         )?;
         sample(
             e,
             "kv_entries",
             "KV entries, all namespaces.",
             Gauge,
-            &one(s.kv.entries as f64),
+            &one(s.kv.entries as u64),
         )?;
         sample(
             e,
             "kv_save_failures",
             "KV file writes that failed.",
             Counter,
-            &one(s.kv.save_failures as f64),
+            &one(s.kv.save_failures),
         )?;
         sample(
             e,
             "pending_requests",
             "Requests waiting for an actor (the registry's and KV store's mailboxes).",
             Gauge,
-            &one(s.workers.pending_requests as f64),
+            &one(s.workers.pending_requests as u64),
         )?;
         if let Some(health) = &s.health {
             let panics: Vec<_> = health
                 .actors
                 .iter()
-                .map(|a| (vec![("actor", a.actor.to_owned())], a.panics as f64))
+                .map(|a| (vec![("actor", a.actor.to_owned())], a.panics))
                 .collect();
             sample(
                 e,
@@ -371,12 +368,7 @@ impl prometheus_client::collector::Collector for Collected {
             let alive: Vec<_> = health
                 .actors
                 .iter()
-                .map(|a| {
-                    (
-                        vec![("actor", a.actor.to_owned())],
-                        if a.alive { 1.0 } else { 0.0 },
-                    )
-                })
+                .map(|a| (vec![("actor", a.actor.to_owned())], u64::from(a.alive)))
                 .collect();
             sample(
                 e,
@@ -391,7 +383,7 @@ impl prometheus_client::collector::Collector for Collected {
             "go_away",
             "Requests answered GO_AWAY during a graceful drain.",
             Counter,
-            &one(s.go_away as f64),
+            &one(s.go_away),
         )?;
         Ok(())
     }
