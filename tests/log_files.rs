@@ -7,7 +7,7 @@ mod support;
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::net::UnixDatagram;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::thread::JoinHandle;
@@ -15,18 +15,11 @@ use std::time::{Duration, Instant};
 
 use rmq_namesrv::protocol::{RemotingCommand, RequestCode};
 use rmq_namesrv::tools::client::Client;
-use support::TIMEOUT;
+use support::{test_dir, TIMEOUT};
 
 const BIN: &str = env!("CARGO_BIN_EXE_rmq-namesrv");
 /// Longest wait for the start-up line, for an exit after SIGTERM, for a notification.
 const LIMIT: Duration = Duration::from_secs(20);
-
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("rmq-logs-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
 
 /// A daemon started by this test, its stderr collected by a thread; killed by PID when dropped.
 struct Daemon {
@@ -151,7 +144,7 @@ fn put(key: &str) -> RemotingCommand {
 
 #[actix::test]
 async fn files_rotate_by_size_keep_max_files_and_are_flushed_at_exit() {
-    let dir = temp_dir("rotate");
+    let dir = test_dir("rotate");
     let logs = dir.join("logs"); // created by the daemon
     let config = dir.join("log.toml");
     std::fs::write(&config, "[log]\nmax_file_size = 2048\nmax_files = 3\n").unwrap();
@@ -208,7 +201,7 @@ async fn files_rotate_by_size_keep_max_files_and_are_flushed_at_exit() {
 
 #[test]
 fn json_lines_carry_level_and_fields() {
-    let dir = temp_dir("json");
+    let dir = test_dir("json");
     let mut daemon = spawn(&dir, &os(&[&"--log-format", &"json"]), &[]);
     let addr = daemon.addr.clone();
     let (exit, stderr) = daemon.stop();
@@ -248,7 +241,7 @@ fn json_lines_carry_level_and_fields() {
 
 #[test]
 fn text_off_a_terminal_has_no_colour_and_java_keys_without_effect_are_warned_once() {
-    let dir = temp_dir("javakeys");
+    let dir = test_dir("javakeys");
     let props = dir.join("namesrv.properties");
     std::fs::write(
         &props,
@@ -290,7 +283,7 @@ fn text_off_a_terminal_has_no_colour_and_java_keys_without_effect_are_warned_onc
 
 #[test]
 fn systemd_hears_ready_once_listening_and_stopping_at_sigterm() {
-    let dir = temp_dir("notify");
+    let dir = test_dir("notify");
     let socket_path = dir.join("notify.sock");
     let socket = UnixDatagram::bind(&socket_path).unwrap();
     socket.set_read_timeout(Some(LIMIT)).unwrap();
@@ -319,7 +312,7 @@ fn systemd_hears_ready_once_listening_and_stopping_at_sigterm() {
 
 #[test]
 fn a_log_dir_that_cannot_be_created_stops_start_up_naming_it() {
-    let dir = temp_dir("baddir");
+    let dir = test_dir("baddir");
     let file = dir.join("a-file");
     std::fs::write(&file, "").unwrap();
     let mut child = Command::new(BIN)
