@@ -238,7 +238,6 @@ impl Connection {
                 routes: self.share.services.routes.clone(),
                 limits: self.share.services.limits.clone(),
                 max_inflated_body: self.share.settings.max_inflated_body_bytes,
-                source: self.peer.ip(),
                 peer: self.peer,
             },
             cmd,

@@ -19,7 +19,7 @@
 //!    answering; the last reference is here, and a large table is freed on the blocking pool.
 
 use std::hash::Hasher;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -91,9 +91,8 @@ pub struct Registrar {
     pub limits: Addr<Limits>,
     /// `server.max_inflated_body_bytes`.
     pub max_inflated_body: usize,
-    /// The client, for the refusal count and log.
-    pub source: IpAddr,
-    /// The client's address (its PROXY-header address where given), for the logs.
+    /// The client's address (its PROXY-header address where given): refusals are counted and
+    /// logged by its IP, registrations logged with it.
     pub peer: SocketAddr,
 }
 
@@ -130,7 +129,7 @@ impl Registrar {
             None => {
                 self.limits.do_send(Refused {
                     limit: Limit::Decoding,
-                    source: Some(self.source),
+                    source: Some(self.peer.ip()),
                     detail: format!(
                         "compressed registration of {} bytes refused: inflation budget in use",
                         cmd.body_bytes().len()
@@ -420,7 +419,6 @@ mod tests {
             routes: routes.clone(),
             limits: limits.clone(),
             max_inflated_body: MAX_INFLATED,
-            source: std::net::IpAddr::from([127, 0, 0, 1]),
             peer: SocketAddr::from(([127, 0, 0, 1], 40_000)),
         };
         let json = to_json(&sample_body(), JsonStyle::Legacy);
