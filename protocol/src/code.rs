@@ -274,6 +274,62 @@ pub mod version {
     pub const V5_0_0: i32 = 413;
     /// What a Java 5.3.3 NameServer advertises in its responses; our default.
     pub const V5_3_3: i32 = 479;
+
+    /// The last ordinal of Java's enum: `HIGHER_VERSION`, after `V5_9_9`.
+    pub const HIGHER_VERSION: i32 = 612;
+
+    /// The `MQVersion.Version` name of `ordinal` (`475` is `V5_3_1`), as Java's
+    /// `MQVersion.getVersionDesc`: an ordinal at or past the end of the enum is
+    /// `HIGHER_VERSION`. A negative one (Java throws) is `UNKNOWN`.
+    ///
+    /// The enum is regular but for its start: `V3_0_0_SNAPSHOT`, `V3_0_0_ALPHA1`, the betas and
+    /// `V3_0_0_FINAL` (0 to 15); from then on each release is its `_SNAPSHOT` followed by
+    /// itself, patches 1 to 15 of 3.0, 0 to 9 of 3.1 and 3.2, 1 to 9 of 3.3 to 3.9, 0 to 9 of
+    /// every minor of 4 and 5.
+    pub fn name(ordinal: i32) -> String {
+        const V3_0_0: [&str; 16] = [
+            "SNAPSHOT",
+            "ALPHA1",
+            "BETA1",
+            "BETA2",
+            "BETA3",
+            "BETA4",
+            "BETA5",
+            "BETA6_SNAPSHOT",
+            "BETA6",
+            "BETA7_SNAPSHOT",
+            "BETA7",
+            "BETA8_SNAPSHOT",
+            "BETA8",
+            "BETA9_SNAPSHOT",
+            "BETA9",
+            "FINAL",
+        ];
+        let Ok(index) = usize::try_from(ordinal) else {
+            return "UNKNOWN".to_owned();
+        };
+        if let Some(suffix) = V3_0_0.get(index) {
+            return format!("V3_0_0_{suffix}");
+        }
+        let mut rest = index - V3_0_0.len();
+        for (major, minor, patches) in releases() {
+            let len = 2 * patches.clone().count();
+            if rest < len {
+                let patch = patches.start() + rest / 2;
+                let snapshot = if rest % 2 == 0 { "_SNAPSHOT" } else { "" };
+                return format!("V{major}_{minor}_{patch}{snapshot}");
+            }
+            rest -= len;
+        }
+        "HIGHER_VERSION".to_owned()
+    }
+
+    /// The releases after V3_0_0_FINAL, in enum order: major, minor and their patch numbers.
+    fn releases() -> impl Iterator<Item = (usize, usize, std::ops::RangeInclusive<usize>)> {
+        std::iter::once((3, 0, 1..=15))
+            .chain((1..=9).map(|minor| (3, minor, if minor <= 2 { 0..=9 } else { 1..=9 })))
+            .chain((4..=5).flat_map(|major| (0..=9).map(move |minor| (major, minor, 0..=9))))
+    }
 }
 
 #[cfg(test)]
@@ -291,6 +347,54 @@ mod tests {
         assert_eq!(LanguageCode::from_name("GO"), LanguageCode::Go);
         assert_eq!(LanguageCode::from_name("KLINGON").name(), None);
         assert_eq!(LanguageCode::from_code(200).name(), None);
+    }
+
+    #[test]
+    fn mq_version_names_follow_the_java_enum() {
+        // Ordinals read off MQVersion.Version (apache/rocketmq, common/.../MQVersion.java).
+        for (ordinal, name) in [
+            (0, "V3_0_0_SNAPSHOT"),
+            (1, "V3_0_0_ALPHA1"),
+            (7, "V3_0_0_BETA6_SNAPSHOT"),
+            (15, "V3_0_0_FINAL"),
+            (16, "V3_0_1_SNAPSHOT"),
+            (17, "V3_0_1"),
+            (36, "V3_0_11_SNAPSHOT"),
+            (37, "V3_0_11"),
+            (45, "V3_0_15"),
+            (46, "V3_1_0_SNAPSHOT"),
+            (85, "V3_2_9"),
+            (86, "V3_3_1_SNAPSHOT"),
+            (211, "V3_9_9"),
+            (212, "V4_0_0_SNAPSHOT"),
+            (213, "V4_0_0"),
+            (401, "V4_9_4"),
+            (409, "V4_9_8"),
+            (413, "V5_0_0"),
+            (453, "V5_2_0"),
+            (475, "V5_3_1"),
+            (479, "V5_3_3"),
+            (611, "V5_9_9"),
+        ] {
+            assert_eq!(version::name(ordinal), name, "{ordinal}");
+        }
+        // The named constants agree.
+        assert_eq!(version::name(version::V3_0_11), "V3_0_11");
+        assert_eq!(version::name(version::V4_9_4), "V4_9_4");
+        assert_eq!(version::name(version::V4_9_8), "V4_9_8");
+        assert_eq!(version::name(version::V5_0_0), "V5_0_0");
+        assert_eq!(version::name(version::V5_3_3), "V5_3_3");
+        // Past the enum: Java's getVersionDesc names the last entry; negative is no version.
+        for ordinal in [version::HIGHER_VERSION, 613, 10_000, i32::MAX] {
+            assert_eq!(version::name(ordinal), "HIGHER_VERSION", "{ordinal}");
+        }
+        assert_eq!(version::name(-1), "UNKNOWN");
+        assert_eq!(version::name(i32::MIN), "UNKNOWN");
+        // Every ordinal below HIGHER_VERSION has a name of its own.
+        let names: std::collections::HashSet<String> =
+            (0..version::HIGHER_VERSION).map(version::name).collect();
+        assert_eq!(names.len(), version::HIGHER_VERSION as usize);
+        assert!(!names.contains("HIGHER_VERSION"));
     }
 
     #[test]
