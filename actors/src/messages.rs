@@ -452,6 +452,8 @@ pub struct BrokerStatus {
     /// Time since its last registration, heartbeat or data-version query.
     pub since_last_update: std::time::Duration,
     pub data_version: DataVersion,
+    /// Its software version: the `MQVersion` ordinal of its latest REGISTER_BROKER request.
+    pub mq_version: i32,
     pub conn: ConnId,
     /// How long it may stay silent before the expiry scan drops it.
     pub timeout: std::time::Duration,

@@ -313,6 +313,7 @@ pub fn decode_registration(
         filter_servers,
         conn,
         peer: None,
+        mq_version: cmd.version,
     };
     Ok((RegisterBroker { registration }, memo))
 }
@@ -408,6 +409,21 @@ mod tests {
         let old = request.clone().with_version(100);
         let (fourth, _) = decode_registration(&old, ConnId(1), MAX_INFLATED, Some(&memo)).unwrap();
         assert!(matches!(fourth.registration.topics, TopicsPayload::Full(_)));
+    }
+
+    #[test]
+    fn the_registration_carries_the_request_version_memo_or_not() {
+        let json = to_json(&sample_body(), JsonStyle::Legacy);
+        let request = register_request(json, 0, false);
+        let (first, memo) = decode_registration(&request, ConnId(1), MAX_INFLATED, None).unwrap();
+        assert_eq!(first.registration.mq_version, version::V5_3_3);
+        // A broker upgraded within the same body-reading rules sends the same bytes: the memo
+        // spares the decoding, the version is still this request's.
+        let upgraded = request.with_version(version::V5_3_3 + 2);
+        let (again, _) =
+            decode_registration(&upgraded, ConnId(1), MAX_INFLATED, Some(&memo)).unwrap();
+        assert!(matches!(again.registration.topics, TopicsPayload::Same(_)));
+        assert_eq!(again.registration.mq_version, version::V5_3_3 + 2);
     }
 
     #[actix::test]

@@ -534,6 +534,7 @@ impl Handler<ListBrokers> for RouteRegistry {
                     addr: instance.addr.as_str().to_owned(),
                     since_last_update: now.saturating_duration_since(live.last_update),
                     data_version: live.data_version,
+                    mq_version: live.mq_version,
                     conn: live.conn,
                     timeout: live.timeout,
                 })

@@ -95,6 +95,9 @@ pub struct Registration {
     pub conn: ConnId,
     /// That connection's client address, for the logs.
     pub peer: Option<SocketAddr>,
+    /// The request's `version`: the broker's software version, a `MQVersion.Version` ordinal
+    /// (`rmq_protocol::code::version::name`). Shown on the status page; no rule reads it.
+    pub mq_version: i32,
 }
 
 /// What a registration did.
@@ -431,6 +434,7 @@ impl RouteTables {
                 conn: reg.conn,
                 peer: reg.peer,
                 ha_server_addr: reg.ha_server_addr.clone(),
+                mq_version: reg.mq_version,
                 applied,
             },
         );

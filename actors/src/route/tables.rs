@@ -73,6 +73,8 @@ pub struct LiveBroker {
     /// The client address of that connection, for the logs.
     pub peer: Option<std::net::SocketAddr>,
     pub ha_server_addr: Option<String>,
+    /// The `MQVersion` ordinal of its latest registration (heartbeats do not carry it).
+    pub mq_version: i32,
     /// The topic set this instance last put into the route tables as master or prime slave
     /// (its fingerprint) and the table's removal count at that moment.
     pub(super) applied: Option<(u64, u64)>,

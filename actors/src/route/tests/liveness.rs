@@ -218,3 +218,39 @@ fn absurd_timeouts_do_not_panic() {
     register_at(&mut t, Reg::slave(&["t"]).timeout(Duration::ZERO), start);
     assert_eq!(t.scan_inactive(start + Duration::from_millis(1)).len(), 1);
 }
+
+#[test]
+fn registrations_keep_the_broker_software_version_heartbeats_do_not_change_it() {
+    use rmq_protocol::code::version;
+    let mut t = RouteTables::default();
+    let master = BrokerInstance::new(CLUSTER, MASTER);
+    let slave = BrokerInstance::new(CLUSTER, SLAVE);
+    register(&mut t, Reg::master(&["t"]).mq_version(version::V4_9_4));
+    register(&mut t, Reg::slave(&["t"]).mq_version(version::V5_0_0));
+    assert_eq!(t.live_broker(&master).unwrap().mq_version, version::V4_9_4);
+    assert_eq!(t.live_broker(&slave).unwrap().mq_version, version::V5_0_0);
+
+    // Heartbeats and data-version queries refresh liveness, not the version.
+    let later = Instant::now() + Duration::from_secs(5);
+    assert!(t.heartbeat(&master, later));
+    t.query_data_version(&master, Some(&version(1)), later);
+    let live = t.live_broker(&master).unwrap();
+    assert_eq!(
+        (live.last_update, live.mq_version),
+        (later, version::V4_9_4)
+    );
+
+    // The broker upgraded: its next registration (same topics, same data version) says so.
+    register(&mut t, Reg::master(&["t"]).mq_version(version::V5_3_3));
+    assert_eq!(t.live_broker(&master).unwrap().mq_version, version::V5_3_3);
+    assert_eq!(
+        t.live_instances()
+            .into_iter()
+            .map(|(instance, _, live)| (instance.addr.as_str().to_owned(), live.mq_version))
+            .collect::<Vec<_>>(),
+        vec![
+            (MASTER.to_owned(), version::V5_3_3),
+            (SLAVE.to_owned(), version::V5_0_0)
+        ]
+    );
+}

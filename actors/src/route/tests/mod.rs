@@ -68,6 +68,7 @@ impl Reg {
                 filter_servers: Some(Vec::new()),
                 conn: ConnId(id as u64 + 1),
                 peer: None,
+                mq_version: rmq_protocol::code::version::V5_3_3,
             },
             topics: topics(topic_names, version(1)),
         }
@@ -92,6 +93,10 @@ impl Reg {
     }
     fn conn(mut self, conn: u64) -> Self {
         self.inner.conn = ConnId(conn);
+        self
+    }
+    fn mq_version(mut self, ordinal: i32) -> Self {
+        self.inner.mq_version = ordinal;
         self
     }
     fn timeout(mut self, timeout: Duration) -> Self {
