@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use rmq_namesrv::actors::messages::RunScan;
 use rmq_namesrv::config::Config;
+use rmq_namesrv::protocol::code::version;
 use rmq_namesrv::protocol::{RemotingCommand, RequestCode};
 use rmq_namesrv::tools::broker::FakeBroker;
 use rmq_namesrv::{NameServer, NameServerHandle, StartError};
@@ -390,8 +391,12 @@ async fn the_status_page_and_api_name_every_cluster_and_broker() {
     let mut conn = connect(&server).await;
     let mut broker = FakeBroker::master("page-<b>", 10913, &["PageTopic", "Other"]);
     broker.cluster = "PageCluster".into();
+    // A 4.9.4 broker: the frame's `version` is its software version.
+    let register = broker.register().with_version(version::V4_9_4);
+    assert_eq!(conn.request(register).await.expect("answer").code, 0);
+    // A heartbeat carries the sender's version too (5.3.3 here) but does not change the shown one.
     assert_eq!(
-        conn.request(broker.register()).await.expect("answer").code,
+        conn.request(broker.heartbeat()).await.expect("answer").code,
         0
     );
     let (status, page) = get(http_addr(&server), "/").await;
@@ -400,16 +405,40 @@ async fn the_status_page_and_api_name_every_cluster_and_broker() {
     assert!(page.contains("page-&lt;b&gt;"), "names are escaped");
     assert!(page.contains("PageTopic"));
     assert!(page.contains(&broker.addr));
-    let (status, api) = get(http_addr(&server), "/api/status?topic=pagetop").await;
-    assert_eq!(status, 200);
-    let api: serde_json::Value = serde_json::from_str(&api).expect("JSON");
-    assert_eq!(api["clusters"][0]["cluster"], "PageCluster");
-    assert_eq!(
-        api["clusters"][0]["groups"][0]["brokers"][0]["role"],
-        "master"
+    assert!(page.contains("<th>RocketMQ version</th>"), "{page}");
+    assert!(
+        page.contains("<td class=\"version\">V4_9_4 (401)</td>"),
+        "{page}"
     );
+    let api = api_status(&server, "/api/status?topic=pagetop").await;
+    assert_eq!(api["clusters"][0]["cluster"], "PageCluster");
+    let shown = &api["clusters"][0]["groups"][0]["brokers"][0];
+    assert_eq!(shown["role"], "master");
+    assert_eq!(shown["version"], 401);
+    assert_eq!(shown["version_name"], "V4_9_4");
     assert_eq!(api["topics"]["matched"], 1);
+
+    // Upgraded to 5.3.1, the same broker registers again (same body): the new version shows.
+    let register = broker.register().with_version(475);
+    assert_eq!(conn.request(register).await.expect("answer").code, 0);
+    let api = api_status(&server, "/api/status").await;
+    let shown = &api["clusters"][0]["groups"][0]["brokers"][0];
+    assert_eq!(
+        (&shown["version"], &shown["version_name"]),
+        (&475.into(), &"V5_3_1".into())
+    );
+    let (_, page) = get(http_addr(&server), "/").await;
+    assert!(
+        page.contains("<td class=\"version\">V5_3_1 (475)</td>"),
+        "{page}"
+    );
     server.stop().await;
+}
+
+async fn api_status(server: &NameServerHandle, path: &str) -> serde_json::Value {
+    let (status, api) = get(http_addr(server), path).await;
+    assert_eq!(status, 200, "{api}");
+    serde_json::from_str(&api).expect("JSON")
 }
 
 #[actix::test]

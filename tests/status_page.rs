@@ -1,10 +1,11 @@
 //! The status page `GET /` in a real headless browser: Chromium from the OS packages
 //! (`/usr/bin/chromium`, or `$CHROMIUM`) loads the page of a server with two clusters of a
 //! master and a slave each, topics and KV entries registered over TCP, and the test asserts on
-//! the DOM the browser built (`--dump-dom`): every cluster, broker group, address and role, the
-//! topics with their queues and permissions, the KV namespaces, the counters, the `?topic=`
-//! search. Screenshots are kept as artifacts in `target/artifacts/` (assertions, not pixel
-//! diffs). Without Chromium the test fails, saying how to install it: CI installs it (.ci/run).
+//! the DOM the browser built (`--dump-dom`): every cluster, broker group, address, role and
+//! RocketMQ version (the one each broker's registration frame carried), the topics with their
+//! queues and permissions, the KV namespaces, the counters, the `?topic=` search. Screenshots
+//! are kept as artifacts in `target/artifacts/` (assertions, not pixel diffs). Without Chromium
+//! the test fails, saying how to install it: CI installs it (.ci/run).
 
 mod support;
 
@@ -221,10 +222,14 @@ fn strings(rows: &[&[&str]]) -> Vec<Vec<String>> {
         .collect()
 }
 
-/// Registers `broker` on its own connection; it stays registered while the connection lives.
-async fn register(server: &NameServerHandle, broker: FakeBroker) -> Client {
+/// Registers `broker` on its own connection as a broker of RocketMQ `version` (an `MQVersion`
+/// ordinal, the frame's `version`); it stays registered while the connection lives.
+async fn register(server: &NameServerHandle, broker: FakeBroker, version: i32) -> Client {
     let mut conn = connect(server).await;
-    let resp = conn.request(broker.register()).await.expect("register");
+    let resp = conn
+        .request(broker.register().with_version(version))
+        .await
+        .expect("register");
     assert_eq!(resp.code, 0, "{resp:?}");
     conn
 }
@@ -267,19 +272,23 @@ async fn the_status_page_shows_clusters_brokers_topics_and_kv_in_chromium() {
         ha_addr: "127.0.0.1:10923".to_owned(),
         ..west_master.clone()
     };
+    // East runs RocketMQ 5.3.1, west 4.9.4 (MQVersion ordinals, as in MQVersion.java).
+    let (v5_3_1, v4_9_4) = (475, 401);
     let _brokers = [
         register(
             &server,
             broker("ClusterEast", "broker-east", 0, 10911, &east),
+            v5_3_1,
         )
         .await,
         register(
             &server,
             broker("ClusterEast", "broker-east", 1, 10912, &east),
+            v5_3_1,
         )
         .await,
-        register(&server, west_master).await,
-        register(&server, west_slave).await,
+        register(&server, west_master, v4_9_4).await,
+        register(&server, west_slave, v4_9_4).await,
     ];
     put_kv(
         &server,
@@ -308,20 +317,45 @@ async fn the_status_page_shows_clusters_brokers_topics_and_kv_in_chromium() {
         "{shown}"
     );
 
-    // Every cluster, group, address and role, each broker in its cluster's table.
+    // Every cluster, group, address, role and RocketMQ version, each broker in its cluster's
+    // table.
     for (cluster, expected) in [
         (
             "ClusterEast",
             [
-                ["broker-east", "0", "master", "127.0.0.1:10911"],
-                ["broker-east", "1", "slave", "127.0.0.1:10912"],
+                [
+                    "broker-east",
+                    "0",
+                    "master",
+                    "127.0.0.1:10911",
+                    "V5_3_1 (475)",
+                ],
+                [
+                    "broker-east",
+                    "1",
+                    "slave",
+                    "127.0.0.1:10912",
+                    "V5_3_1 (475)",
+                ],
             ],
         ),
         (
             "ClusterWest",
             [
-                ["broker-west", "0", "master", "127.0.0.1:10921"],
-                ["broker-west", "1", "slave", "127.0.0.1:10922"],
+                [
+                    "broker-west",
+                    "0",
+                    "master",
+                    "127.0.0.1:10921",
+                    "V4_9_4 (401)",
+                ],
+                [
+                    "broker-west",
+                    "1",
+                    "slave",
+                    "127.0.0.1:10922",
+                    "V4_9_4 (401)",
+                ],
             ],
         ),
     ] {
@@ -336,15 +370,15 @@ async fn the_status_page_shows_clusters_brokers_topics_and_kv_in_chromium() {
         );
         assert_eq!(table.len(), 1, "one table for {cluster}: {dom}");
         let brokers = rows(table[0], "broker");
-        let identity: Vec<Vec<String>> = brokers.iter().map(|r| r[..4].to_vec()).collect();
+        let identity: Vec<Vec<String>> = brokers.iter().map(|r| r[..5].to_vec()).collect();
         let expected: Vec<&[&str]> = expected.iter().map(|r| &r[..]).collect();
         assert_eq!(identity, strings(&expected), "{cluster}");
         for row in &brokers {
             // data version, heartbeat age, expiry countdown (120 s by default)
-            assert_eq!(row.len(), 7, "{row:?}");
-            assert_eq!(row[4], "1/0", "{row:?}");
-            let age: f64 = row[5].trim_end_matches(" s").parse().expect("age");
-            let left: f64 = row[6].trim_end_matches(" s").parse().expect("countdown");
+            assert_eq!(row.len(), 8, "{row:?}");
+            assert_eq!(row[5], "1/0", "{row:?}");
+            let age: f64 = row[6].trim_end_matches(" s").parse().expect("age");
+            let left: f64 = row[7].trim_end_matches(" s").parse().expect("countdown");
             assert!(age < 60.0 && left > 60.0 && left <= 120.0, "{row:?}");
         }
     }

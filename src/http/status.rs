@@ -1,8 +1,8 @@
 //! The status page `GET /` and its data `GET /api/status`: clusters, broker groups with each
-//! address, role, data version, heartbeat age and expiry countdown; topics with their queues and
-//! permissions (searchable with `?topic=`); KV namespaces; connections; key counters. The HTML
-//! is rendered here, with no script, build step or external asset, and reloads itself every
-//! `http.page_refresh`.
+//! address, role, RocketMQ version, data version, heartbeat age and expiry countdown; topics
+//! with their queues and permissions (searchable with `?topic=`); KV namespaces; connections;
+//! key counters. The HTML is rendered here, with no script, build step or external asset, and
+//! reloads itself every `http.page_refresh`.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -11,6 +11,7 @@ use std::time::Duration;
 use actix_web::http::header::{CacheControl, CacheDirective, ContentType};
 use actix_web::{web, HttpResponse};
 use rmq_actors::messages::{BrokerStatus, ListBrokers, ListConnections, ListTopics};
+use rmq_protocol::code::version;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -159,6 +160,9 @@ fn broker_json(broker: &BrokerStatus) -> Value {
             Some(_) => "slave",
             None => "unlisted",
         },
+        // The software version its latest REGISTER_BROKER request carried (MQVersion ordinal).
+        "version": broker.mq_version,
+        "version_name": version::name(broker.mq_version),
         "data_version": {
             "counter": broker.data_version.counter,
             "state_version": broker.data_version.state_version,
@@ -344,7 +348,8 @@ fn render(d: &Value) -> String {
             h,
             "<h3 class=\"cluster\">{name}</h3><table class=\"brokers\" data-cluster=\"{name}\">\
              <tr><th>broker group</th><th>id</th><th>role</th><th>address</th>\
-             <th>data version</th><th>heartbeat age</th><th>expires in</th></tr>",
+             <th>RocketMQ version</th><th>data version</th><th>heartbeat age</th>\
+             <th>expires in</th></tr>",
             name = esc(&cluster["cluster"])
         );
         for group in items(&cluster["groups"]) {
@@ -352,12 +357,15 @@ fn render(d: &Value) -> String {
                 let _ = write!(
                     h,
                     "<tr class=\"broker\"><td>{}</td><td>{}</td><td class=\"role\">{}</td>\
-                     <td>{}</td><td title=\"counter/state version, timestamp {}\">{}/{}</td>\
+                     <td>{}</td><td class=\"version\">{} ({})</td>\
+                     <td title=\"counter/state version, timestamp {}\">{}/{}</td>\
                      <td>{} s</td><td class=\"{}\">{} s</td></tr>",
                     esc(&group["name"]),
                     esc(&broker["id"]),
                     esc(&broker["role"]),
                     esc(&broker["address"]),
+                    esc(&broker["version_name"]),
+                    esc(&broker["version"]),
                     esc(&broker["data_version"]["timestamp"]),
                     esc(&broker["data_version"]["counter"]),
                     esc(&broker["data_version"]["state_version"]),
