@@ -11,10 +11,10 @@
 //! - with `-t FILTER`, GET_ROUTEINFO_BY_TOPIC for each topic whose name contains FILTER
 //!   (case-insensitive, at most [`TOPICS_SHOWN`]): its queues and permission per broker group.
 //!
-//! What the remoting protocol does not carry (heartbeat ages, expiry countdowns, data versions,
-//! connections, request counters) is on the HTTP page only. Cluster info and the topic list are
-//! required; an error answer to any other request leaves its part out (`null` in `--json`) with a
-//! note, as Java's ACL or a disabled `enableTopicList` may refuse them.
+//! What the remoting protocol does not carry (heartbeat ages, expiry countdowns, brokers' RocketMQ
+//! and data versions, connections, request counters) is on the HTTP page only. Cluster info and
+//! the topic list are required; an error answer to any other request leaves its part out (`null`
+//! in `--json`) with a note, as Java's ACL or a disabled `enableTopicList` may refuse them.
 
 use std::collections::BTreeMap;
 
