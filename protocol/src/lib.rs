@@ -30,6 +30,7 @@ pub mod fastjson;
 pub mod header_codec;
 mod header_scan;
 pub mod properties;
+pub mod signature;
 
 pub use code::{LanguageCode, RequestCode, ResponseCode, SerializeType};
 pub use codec::{FrameError, RemotingCodec};
