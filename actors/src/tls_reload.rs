@@ -12,18 +12,17 @@
 //! pool, not on the actor's thread.
 
 use std::collections::hash_map::DefaultHasher;
-use std::collections::BTreeSet;
 use std::hash::{Hash, Hasher};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use actix::prelude::*;
-use notify::{RecursiveMode, Watcher};
 use rmq_transport::server::{server_config, ServerTls};
 use rmq_transport::TlsSettings;
 use tracing::{debug, info, warn};
 
+use crate::file_watch::{fingerprint, DirWatch};
 use crate::messages::{ReloadTls, TlsConfigChanged};
 
 /// How long after a file-system event the files are checked (editors and `cp` write in steps).
@@ -39,8 +38,7 @@ pub struct TlsReloader {
     /// What the watched files held when the configuration was last built (or tried).
     fingerprint: u64,
     listeners: Vec<Recipient<TlsConfigChanged>>,
-    watcher: Option<notify::RecommendedWatcher>,
-    watched_dirs: BTreeSet<PathBuf>,
+    watch: DirWatch,
     /// A check is scheduled or running.
     checking: bool,
 }
@@ -58,50 +56,18 @@ impl TlsReloader {
             source,
             settings,
             listeners,
-            watcher: None,
-            watched_dirs: BTreeSet::new(),
+            watch: DirWatch::default(),
             checking: false,
         }
     }
 
     /// Watches the directories of the current files (again, if they moved).
     fn watch(&mut self, ctx: &mut Context<Self>) {
-        let dirs: BTreeSet<PathBuf> = self
-            .settings
-            .watched_files()
-            .iter()
-            .map(|file| match file.parent() {
-                Some(dir) if !dir.as_os_str().is_empty() => dir.to_owned(),
-                _ => PathBuf::from("."),
-            })
-            .collect();
-        if dirs == self.watched_dirs && self.watcher.is_some() {
-            return;
-        }
-        self.watched_dirs = dirs;
-        self.watcher = None;
-        if self.watched_dirs.is_empty() {
-            return;
-        }
         let addr = ctx.address();
-        let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-            if event.is_ok_and(|e| !e.kind.is_access()) {
-                addr.do_send(FilesChanged);
-            }
-        });
-        match watcher {
-            Ok(mut watcher) => {
-                for dir in &self.watched_dirs {
-                    if let Err(err) = watcher.watch(dir, RecursiveMode::NonRecursive) {
-                        warn!(dir = %dir.display(), error = %err, "cannot watch certificate directory; the periodic check still runs");
-                    }
-                }
-                self.watcher = Some(watcher);
-            }
-            Err(err) => {
-                warn!(error = %err, "no file-system events for certificates; the periodic check still runs")
-            }
-        }
+        self.watch
+            .watch(&self.settings.watched_files(), "certificates", move || {
+                addr.do_send(FilesChanged)
+            });
     }
 
     /// Checks the files (on the blocking pool) and reloads if they changed, or if `force`.
@@ -201,19 +167,6 @@ fn reload(source: &SettingsSource, files: &[PathBuf], previous: u64, force: bool
     }
 }
 
-/// A hash of the files' paths and contents (a missing or unreadable file hashes as absent).
-fn fingerprint(files: &[PathBuf]) -> u64 {
-    let mut hasher = DefaultHasher::new();
-    for file in files {
-        file.hash(&mut hasher);
-        match rmq_transport::pem::read_bounded(Path::new(file)) {
-            Ok(bytes) => bytes.hash(&mut hasher),
-            Err(_) => 0u8.hash(&mut hasher),
-        }
-    }
-    hasher.finish()
-}
-
 /// A short hash of the served certificate, to tell certificates apart in logs.
 fn certificate_hash(tls: &ServerTls) -> String {
     let mut hasher = DefaultHasher::new();
@@ -237,7 +190,7 @@ impl Actor for TlsReloader {
                 ctx.spawn(act.check(false).map(|_, _, _| ()));
             }
         });
-        debug!(dirs = ?self.watched_dirs, every = ?every, "watching TLS certificate files");
+        debug!(dirs = ?self.watch.dirs(), every = ?every, "watching TLS certificate files");
     }
 }
 
@@ -245,8 +198,7 @@ impl Supervised for TlsReloader {
     fn restarting(&mut self, _: &mut Self::Context) {
         warn!("TLS reloader restarting; it keeps the configuration it had");
         self.checking = false;
-        self.watcher = None;
-        self.watched_dirs.clear();
+        self.watch.clear();
     }
 }
 
