@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+pub use rmq_actors::access::settings::{AccessSettings, ClassSetting, PolicyKind, Profile};
 pub use rmq_actors::settings::{
     expand_home, InvalidSetting, KvSettings, RegistrySettings, ResponseSerialize, ServerSettings,
 };
@@ -51,6 +52,8 @@ pub struct Config {
     pub cluster_test: ClusterTestConfig,
     pub log: LogConfig,
     pub http: HttpConfig,
+    /// Access control: request classes, policies, accounts, the audit log (docs/access.md).
+    pub access: AccessSettings,
     /// Properties of a Java `namesrv.properties` we have no equivalent for; GET_NAMESRV_CONFIG
     /// shows them, as Java does.
     #[serde(skip)]
@@ -290,6 +293,8 @@ pub struct Overrides {
     pub http_listen: Option<SocketAddr>,
     pub log_dir: Option<PathBuf>,
     pub log_format: Option<LogFormat>,
+    pub access_profile: Option<Profile>,
+    pub acl_file: Option<PathBuf>,
 }
 
 /// Prefix of environment overrides: `NAMESRV__SERVER__LISTEN=127.0.0.1:9876`.
@@ -354,6 +359,13 @@ impl Config {
         if let Some(format) = overrides.log_format {
             builder = builder.set_override("log.format", format.as_str())?;
         }
+        if let Some(profile) = overrides.access_profile {
+            builder = builder.set_override("access.profile", profile.as_str())?;
+        }
+        if let Some(path) = &overrides.acl_file {
+            builder =
+                builder.set_override("access.acl_file", path.to_string_lossy().into_owned())?;
+        }
         let mut config: Config = builder.build()?.try_deserialize()?;
         config.java_extra = java_extra;
         // Java's tls.config.file: its tls.* keys win over the other layers.
@@ -373,6 +385,7 @@ impl Config {
         self.proxy_protocol.validate()?;
         self.http.validate()?;
         self.log.validate()?;
+        self.access.validate()?;
         let ct = &self.cluster_test;
         if ct.enabled && ct.product_env_addrs().is_empty() {
             return Err(invalid(

@@ -60,8 +60,9 @@ pub fn config_to_properties(config: &Config, bound: SocketAddr) -> BTreeMap<Stri
 }
 
 /// The keys UPDATE_NAMESRV_CONFIG refuses: the fixed ones, `configBlackList` as configured at
-/// start, and (beyond Java) every `tls.*` key (no request may switch TLS off) and any key that
-/// names a file, path, directory or home.
+/// start, and (beyond Java) every `tls.*` and `access.*`/`acl*` key (no request may switch TLS
+/// or access control off, signed or not) and any key that names a file, path, directory or
+/// home.
 #[derive(Debug, Clone)]
 pub struct BlackList {
     keys: BTreeSet<String>,
@@ -87,6 +88,8 @@ impl BlackList {
         let lower = key.to_ascii_lowercase();
         self.keys.contains(key)
             || lower.starts_with("tls.")
+            || lower.starts_with("access.")
+            || lower.starts_with("acl")
             || ["path", "file", "dir", "home"]
                 .iter()
                 .any(|w| lower.contains(w))

@@ -6,9 +6,8 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 
 use rmq_namesrv::config::{LogConfig, LogFormat};
-use rolling_file::{BasicRollingFileAppender, RollingConditionBasic};
 use tracing::Subscriber;
-use tracing_appender::non_blocking::{NonBlockingBuilder, WorkerGuard};
+use tracing_appender::non_blocking::WorkerGuard;
 use tracing_subscriber::fmt::MakeWriter;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::registry::LookupSpan;
@@ -64,19 +63,15 @@ pub fn init(config: &LogConfig) -> Result<LogGuard, LogError> {
                 source,
             })?;
             let path = dir.join(FILE_NAME);
-            let condition = RollingConditionBasic::new()
-                .daily()
-                .max_size(config.max_file_size);
-            // rolling-file counts the rotated files only; ours counts the current one too
-            // (validation keeps it at 2 or more).
-            let rotated = config.max_files.saturating_sub(1).max(1);
-            let appender = BasicRollingFileAppender::new(&path, condition, rotated)
-                .map_err(|source| LogError::File { path, source })?;
             // A background thread writes; at 128,000 queued lines (a stalled disk) new lines
             // are dropped rather than stall the actors.
-            let (writer, guard) = NonBlockingBuilder::default()
-                .thread_name("rmq-log-writer")
-                .finish(appender);
+            let (writer, guard) = rmq_actors::logging::rotating_file(
+                &path,
+                config.max_file_size,
+                config.max_files,
+                "rmq-log-writer",
+            )
+            .map_err(|source| LogError::File { path, source })?;
             (format_layer(config.format, false, writer), Some(guard))
         }
     };

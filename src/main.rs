@@ -11,7 +11,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use rmq_namesrv::config::{Config, LogFormat, Overrides};
+use rmq_namesrv::config::{Config, LogFormat, Overrides, Profile};
 use rmq_namesrv::tools::admin::AdminArgs;
 use rmq_namesrv::NameServer;
 use tracing::{error, info, warn};
@@ -51,6 +51,14 @@ struct Cli {
     /// e.g. 127.0.0.1:8080 (overrides http.listen; off by default).
     #[arg(long, value_name = "HOST:PORT")]
     http_listen: Option<SocketAddr>,
+    /// Access-control defaults: open (everything allowed, as Java) or secure (admin requests
+    /// and the status page need an admin's signature); overrides access.profile.
+    #[arg(long, value_name = "open|secure")]
+    access_profile: Option<Profile>,
+    /// Accounts for signed requests: a plain_acl.yml and/or an ACL 2.0-style users list,
+    /// reloaded on change (overrides access.acl_file).
+    #[arg(long, value_name = "PATH")]
+    acl_file: Option<PathBuf>,
 
     /// Print the effective configuration as TOML and exit.
     #[arg(short = 'p', long)]
@@ -75,6 +83,8 @@ fn main() -> ExitCode {
         http_listen: cli.http_listen,
         log_dir: cli.log_dir.clone(),
         log_format: cli.log_format,
+        access_profile: cli.access_profile,
+        acl_file: cli.acl_file.clone(),
     };
     let config = match Config::load(cli.config.as_deref(), std::env::vars(), &overrides) {
         Ok(config) => config,
@@ -218,7 +228,8 @@ impl Signals {
     }
 }
 
-/// Serves signals until SIGINT or SIGTERM: SIGHUP reloads the TLS certificates.
+/// Serves signals until SIGINT or SIGTERM: SIGHUP reloads the TLS certificates and the ACL
+/// file.
 async fn wait_for_signals(server: &rmq_namesrv::NameServerHandle, signals: Signals) {
     #[cfg(unix)]
     {
@@ -230,10 +241,16 @@ async fn wait_for_signals(server: &rmq_namesrv::NameServerHandle, signals: Signa
             tokio::select! {
                 _ = int.recv() => return,
                 _ = term.recv() => return,
-                _ = hup.recv() => match server.reload_tls().await {
-                    Ok(what) => info!(outcome = %what, "SIGHUP: TLS reload"),
-                    Err(why) => warn!(reason = %why, "SIGHUP: TLS not reloaded"),
-                },
+                _ = hup.recv() => {
+                    match server.reload_tls().await {
+                        Ok(what) => info!(outcome = %what, "SIGHUP: TLS reload"),
+                        Err(why) => warn!(reason = %why, "SIGHUP: TLS not reloaded"),
+                    }
+                    match server.reload_accounts().await {
+                        Ok(what) => info!(outcome = %what, "SIGHUP: ACL reload"),
+                        Err(why) => warn!(reason = %why, "SIGHUP: ACL not reloaded"),
+                    }
+                }
             }
         }
     }

@@ -5,6 +5,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
+use rmq_actors::access::accounts::{Accounts, AclFileError};
+use rmq_actors::access::audit::AuditLog;
+use rmq_actors::access::guard::{AccessGuard, ReloadAccounts};
+use rmq_actors::access::{AccessClass, AccessControl};
 #[cfg(debug_assertions)]
 use rmq_actors::contain::InjectPanic;
 use rmq_actors::contain::{GetHealth, Recover};
@@ -50,6 +54,14 @@ pub enum StartError {
     Kv(#[from] KvError),
     #[error("TLS: {0}")]
     Tls(#[from] TlsError),
+    #[error(transparent)]
+    Acl(#[from] AclFileError),
+    #[error("cannot open the audit log {path}: {source}")]
+    Audit {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("no actix System is running; start the NameServer from inside one")]
     NoSystem,
     #[error("cannot listen on {addr} (http.listen): {source}")]
@@ -96,6 +108,15 @@ impl NameServer {
         // Load the KV file first: a corrupt file stops start-up before anything listens.
         let kv_path = expand_home(&config.kv.path);
         let kv_tables = KvTables::load(&kv_path)?;
+        // So does an ACL file that does not parse, and an audit log that cannot be opened.
+        let acl_path = (!config.access.acl_file.as_os_str().is_empty())
+            .then(|| expand_home(&config.access.acl_file));
+        let accounts = Arc::new(match &acl_path {
+            Some(path) => Accounts::load(path)?,
+            None => Accounts::default(),
+        });
+        let access = Arc::new(AccessControl::new(&config.access));
+        let audit = start_audit_log(&config)?;
 
         listener
             .set_nonblocking(true)
@@ -117,7 +138,10 @@ impl NameServer {
         let keepers: Vec<Addr<RouteCacheKeeper>> = workers
             .iter()
             .map(|worker| {
+                let accounts = Arc::clone(&accounts);
                 RouteCacheKeeper::start_in_arbiter(&worker.handle(), move |_| {
+                    // On the keeper's thread, before any connection there: its accounts.
+                    rmq_actors::access::publish_on_this_thread(route_cache, accounts);
                     RouteCacheKeeper::new(route_cache, cache_limit)
                 })
             })
@@ -218,6 +242,8 @@ impl NameServer {
                     went_away: housekeeping.clone().recipient(),
                     limits: limits.clone(),
                     route_cache,
+                    access: Arc::clone(&access),
+                    audit: audit.clone().recipient(),
                     #[cfg(debug_assertions)]
                     faults,
                 },
@@ -236,6 +262,25 @@ impl NameServer {
                 )
             })
         });
+        let access_guard = acl_path.map(|path| {
+            rmq_actors::access::guard::describe(&accounts, "loaded");
+            let subscribers: Vec<_> = contained
+                .keepers
+                .iter()
+                .map(|k| k.clone().recipient())
+                .collect();
+            let every = config.access.reload_check_interval;
+            let accounts = Arc::clone(&accounts);
+            Supervisor::start(move |_| {
+                AccessGuard::new(
+                    path.clone(),
+                    Arc::clone(&accounts),
+                    subscribers.clone(),
+                    every,
+                )
+            })
+        });
+        log_policies(&config);
         info!(
             addr = %local_addr,
             workers = workers.len(),
@@ -288,6 +333,8 @@ impl NameServer {
             contained,
             listener,
             tls_reloader,
+            access_guard,
+            audit,
             arbiters,
             shutdown_grace: config.server.shutdown_grace,
             drain: config
@@ -385,6 +432,9 @@ pub struct NameServerHandle {
     contained: Contained,
     listener: Addr<Listener>,
     tls_reloader: Option<Addr<TlsReloader>>,
+    /// Reloads the ACL file (when there is one).
+    access_guard: Option<Addr<AccessGuard>>,
+    audit: Addr<AuditLog>,
     arbiters: Vec<Arbiter>,
     shutdown_grace: Duration,
     /// `server.shutdown_wait` when `server.shutdown_gracefully`.
@@ -449,6 +499,25 @@ impl NameServerHandle {
         }
     }
 
+    /// Reloads the ACL file now (SIGHUP does); answers what happened.
+    pub async fn reload_accounts(&self) -> Result<String, String> {
+        match &self.access_guard {
+            Some(guard) => guard
+                .send(ReloadAccounts)
+                .await
+                .map_err(|e| e.to_string())?,
+            None => Err("no ACL file (access.acl_file)".to_owned()),
+        }
+    }
+
+    /// Audit events written so far.
+    pub async fn audit_count(&self) -> u64 {
+        self.audit
+            .send(rmq_actors::access::audit::AuditCount)
+            .await
+            .unwrap_or_default()
+    }
+
     /// What each limit refused so far (connections, timeouts, budgets, overload, bad input), by
     /// the name of its configuration key; every limit is listed.
     pub async fn limit_counts(&self) -> Vec<(&'static str, u64)> {
@@ -508,5 +577,46 @@ impl NameServerHandle {
             arbiter.stop();
         }
         info!(addr = %self.local_addr, "name server stopped");
+    }
+}
+
+/// The audit log: `access.audit_log`, else `audit.log` in `log.dir`, else the main log.
+fn start_audit_log(config: &Config) -> Result<Addr<AuditLog>, StartError> {
+    let access = &config.access;
+    let path = if !access.audit_log.as_os_str().is_empty() {
+        Some(expand_home(&access.audit_log))
+    } else {
+        config.log.file_dir().map(|dir| dir.join(AUDIT_FILE_NAME))
+    };
+    let log = AuditLog::open(
+        path.as_deref(),
+        access.audit_max_file_size,
+        access.audit_max_files,
+    )
+    .map_err(|source| StartError::Audit {
+        path: path.clone().unwrap_or_default(),
+        source,
+    })?;
+    if let Some(path) = &path {
+        info!(path = %path.display(), "audit log");
+    }
+    Ok(log.start())
+}
+
+/// The audit file in `log.dir` when `access.audit_log` is empty.
+pub const AUDIT_FILE_NAME: &str = "audit.log";
+
+/// One line per class whose policy is not open (nothing when everything is: Java's behaviour).
+fn log_policies(config: &Config) {
+    for class in AccessClass::ALL {
+        let kind = config.access.policy_kind(class);
+        if kind != crate::config::PolicyKind::Open {
+            info!(
+                class = class.name(),
+                policy = kind.as_str(),
+                networks = ?config.access.class(class).networks,
+                "access policy"
+            );
+        }
     }
 }

@@ -14,11 +14,18 @@ const ACTORS: Ladder = Ladder {
     src: "actors/src",
     rungs: &[
         &["logging"],
-        &["route", "background", "outbox", "persist", "contain"],
+        &[
+            "route",
+            "background",
+            "outbox",
+            "persist",
+            "contain",
+            "file_watch",
+        ],
         &["settings"],
         &["messages"],
         &["registry", "response", "route_cache", "limits"],
-        &["kv", "housekeeping", "tls_reload", "metrics"],
+        &["kv", "housekeeping", "tls_reload", "metrics", "access"],
         &["dispatch"],
         &["worker", "registration"],
         &["connection", "collect"],
@@ -39,7 +46,10 @@ const DAEMON: Ladder = Ladder {
 
 const TOOLS: Ladder = Ladder {
     src: "tools/src",
-    rungs: &[&["client", "broker", "tls_args"], &["sim", "admin"]],
+    rungs: &[
+        &["client", "broker", "tls_args", "credentials"],
+        &["sim", "admin"],
+    ],
 };
 
 const TRANSPORT: Ladder = Ladder {

@@ -18,6 +18,8 @@ use tokio::time::Sleep;
 use tokio_util::codec::Decoder;
 use tracing::{debug, error, info, info_span, warn, Span};
 
+use crate::access::audit::AuditDraft;
+use crate::access::{self, AccessClass, Refusal};
 use crate::dispatch::{dispatch, Class, Responder};
 use crate::limits::{Limit, Refused};
 use crate::messages::{CloseConnection, ConnectionClosed, ConnectionOpened, WentAway};
@@ -46,6 +48,8 @@ struct ReplyTo {
     /// Answered while its frame is being handled (not by an actor): its latency is taken once
     /// for the whole batch of frames read together (crate::metrics).
     at_once: bool,
+    /// The slot of its audit draft in [`Connection::audits`], when it is audited.
+    audit: Option<u32>,
 }
 
 /// One connection. See the module docs.
@@ -98,6 +102,10 @@ pub struct Connection {
     idle_since: (u64, Instant),
     /// Whether its close was announced (normally in `stopped`).
     closed_told: bool,
+    /// Audit drafts of requests not answered yet, by slot (crate::access::audit); a handful at
+    /// most, as only admin writes and registrations are audited.
+    audits: Vec<(u32, AuditDraft)>,
+    next_audit: u32,
     /// The server is draining and this connection was open when it began: 5.x clients get
     /// GO_AWAY.
     going_away: bool,
@@ -140,6 +148,8 @@ impl Connection {
                 activity: 0,
                 idle_since: (0, Instant::now()),
                 closed_told: false,
+                audits: Vec::new(),
+                next_audit: 0,
                 going_away: false,
                 span: info_span!("conn", conn = %id, peer = %peer, tls),
             }
@@ -171,6 +181,7 @@ impl Connection {
                     code: cmd.code,
                     read_at: self.read_at,
                     at_once: true,
+                    audit: None,
                 };
                 drop(_entered);
                 self.reply(reply_to, go_away(), ctx);
@@ -184,6 +195,7 @@ impl Connection {
             code: cmd.code,
             read_at: self.read_at,
             at_once: true,
+            audit: None,
         };
         drop(_entered);
         let share = Rc::clone(&self.share);
@@ -250,6 +262,10 @@ impl Connection {
                 let response = match result {
                     Ok((reply, memo)) => {
                         act.last_body = Some(Box::new(memo));
+                        if !reply.routes_changed {
+                            // An unchanged refresh is not audited.
+                            act.take_audit(reply_to.audit);
+                        }
                         reply.into_response()
                     }
                     Err(err) => {
@@ -343,6 +359,9 @@ impl Connection {
     }
 
     fn reply(&mut self, reply_to: ReplyTo, mut response: RemotingCommand, ctx: &mut Context<Self>) {
+        if let Some(draft) = self.take_audit(reply_to.audit) {
+            self.share.services.audit.do_send(draft.finish(&response));
+        }
         let answered = (!reply_to.oneway).then_some(response.code);
         self.share.count(|m| {
             if reply_to.at_once {
@@ -405,6 +424,78 @@ impl Connection {
             self.flushing = true;
             ctx.spawn(Flush::new());
         }
+    }
+
+    /// Takes the audit draft of `slot` back.
+    fn take_audit(&mut self, slot: Option<u32>) -> Option<AuditDraft> {
+        let slot = slot?;
+        let at = self.audits.iter().position(|(s, _)| *s == slot)?;
+        Some(self.audits.swap_remove(at).1)
+    }
+
+    /// Access control of one request (crate::access): its class's policy, with this thread's
+    /// accounts and failed-attempt ledger; an audited request gets its draft.
+    fn authorize(
+        &mut self,
+        cmd: &RemotingCommand,
+        reply_to: &mut ReplyTo,
+    ) -> Result<(), RemotingCommand> {
+        let Some(class) = AccessClass::of(cmd.request_code()) else {
+            return Ok(());
+        };
+        let services = &self.share.services;
+        let policy = services.access.policies.of(class);
+        let mut access_key = None;
+        if !policy.is_open() {
+            let ip = self.peer.ip();
+            let now = Instant::now();
+            let accounts = access::accounts_on_this_thread(services.route_cache);
+            let blocked = self.share.failures.borrow().blocked(ip, now);
+            match access::check(policy, class, &accounts, ip, cmd, blocked) {
+                Ok(grant) => access_key = grant.access_key,
+                Err(refusal) => {
+                    self.access_refused(cmd, class, refusal, now);
+                    let response = refusal.response(class, ip);
+                    if let Some(draft) = AuditDraft::of(cmd, self.peer, None) {
+                        self.share.services.audit.do_send(draft.finish(&response));
+                    }
+                    return Err(response);
+                }
+            }
+        }
+        if let Some(draft) = AuditDraft::of(cmd, self.peer, access_key.as_deref()) {
+            let slot = self.next_audit;
+            self.next_audit = self.next_audit.wrapping_add(1);
+            self.audits.push((slot, draft));
+            reply_to.audit = Some(slot);
+        }
+        Ok(())
+    }
+
+    /// Counts and logs (rate-limited per source) a request access control refused; a guessed
+    /// key or secret counts toward the source's failed attempts.
+    fn access_refused(
+        &mut self,
+        cmd: &RemotingCommand,
+        class: AccessClass,
+        refusal: Refusal,
+        now: Instant,
+    ) {
+        let ip = self.peer.ip();
+        let blocked_now =
+            refusal.is_failed_attempt() && self.share.failures.borrow_mut().failed(ip, now);
+        self.share
+            .count(|m| m.access_refused(class.name(), refusal.name()));
+        let mut detail = format!(
+            "{} request {} refused: {}",
+            class.name(),
+            cmd.request_code(),
+            refusal.name()
+        );
+        if blocked_now {
+            detail.push_str("; failed attempts used up, signed requests refused for a while");
+        }
+        self.refused(Limit::Access, detail);
     }
 
     /// Charges what the outbox holds beyond the allowance to the thread's outbound budget.
@@ -560,6 +651,10 @@ impl Responder for Answering<'_> {
 
     fn admit(&mut self, class: Class) -> Result<(), RemotingCommand> {
         self.conn.admit(class)
+    }
+
+    fn authorize(&mut self, cmd: &RemotingCommand) -> Result<(), RemotingCommand> {
+        self.conn.authorize(cmd, &mut self.reply_to)
     }
 
     fn route_cache_counted(&mut self, hit: bool) {

@@ -5,6 +5,7 @@
 //! the connection's thread, so JSON parsing stays off the actors' mailboxes.
 
 use std::future::Future;
+use std::sync::Arc;
 
 use actix::prelude::*;
 use rmq_protocol::body::{DataVersion, TopicRouteData};
@@ -18,6 +19,8 @@ use rmq_protocol::custom_headers::{
 use rmq_protocol::fastjson::{self, JsonStyle};
 use rmq_protocol::{RemotingCommand, RequestCode};
 
+use crate::access::audit::{audited, AuditEvent};
+use crate::access::AccessControl;
 use crate::kv::KvStore;
 use crate::limits::Limits;
 use crate::messages::*;
@@ -43,8 +46,13 @@ pub struct Services {
     pub went_away: Recipient<WentAway>,
     /// Server-wide budgets, and the count of what every limit refused.
     pub limits: Addr<Limits>,
-    /// This NameServer's route cache on each connection thread.
+    /// This NameServer's route cache on each connection thread (and its id for the thread's
+    /// other per-server state: metrics, accounts).
     pub route_cache: CacheId,
+    /// Who may send which requests (docs/access.md).
+    pub access: Arc<AccessControl>,
+    /// Where audited requests are written.
+    pub audit: Recipient<AuditEvent>,
     /// Builds with debug assertions only: the actors a [`FAULT_INJECTION`] request can make
     /// panic, by name (docs/actors.md#supervision-and-panics).
     #[cfg(debug_assertions)]
@@ -114,6 +122,11 @@ pub trait Responder {
     fn admit(&mut self, class: Class) -> Result<(), RemotingCommand>;
     /// Counts a route query answered from the route cache (`hit`) or asked of the registry.
     fn route_cache_counted(&mut self, _hit: bool) {}
+    /// Applies access control to a request of a restricted or audited code
+    /// (crate::access); the error is the answer (NO_PERMISSION).
+    fn authorize(&mut self, _cmd: &RemotingCommand) -> Result<(), RemotingCommand> {
+        Ok(())
+    }
 }
 
 /// Sends `cmd` to the actor that answers its code, or answers it at once.
@@ -130,6 +143,11 @@ fn route(
 ) -> Result<(), RemotingCommand> {
     use RequestCode as C;
     let code = cmd.request_code();
+    // Access control first, even before a route query from the cache; nothing to do when
+    // every class is open and the code is not audited.
+    if !to.access.policies.all_open() || audited(code) {
+        out.authorize(cmd)?;
+    }
     // Everything that waits for an actor is admitted first, but for a route query, which is
     // admitted only when the cache of this thread cannot answer it.
     let cached_route = code == C::GET_ROUTEINFO_BY_TOPIC && to.product_env.is_none();

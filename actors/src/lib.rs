@@ -17,10 +17,12 @@
 // First: its `contained_actor!` macro is used by the modules after it.
 #[macro_use]
 pub mod contain;
+pub mod access;
 pub mod background;
 pub mod collect;
 pub mod connection;
 pub mod dispatch;
+pub mod file_watch;
 pub mod housekeeping;
 pub mod kv;
 pub mod limits;

@@ -34,11 +34,13 @@ pub enum Limit {
     OverloadWrites,
     /// A malformed frame or request that closed its connection.
     BadInput,
+    /// A request access control refused (docs/access.md).
+    Access,
 }
 
 impl Limit {
     /// Every limit, in report order.
-    pub const ALL: [Limit; 9] = [
+    pub const ALL: [Limit; 10] = [
         Limit::Connections,
         Limit::ConnectionsPerSource,
         Limit::FrameTimeout,
@@ -48,6 +50,7 @@ impl Limit {
         Limit::OverloadReads,
         Limit::OverloadWrites,
         Limit::BadInput,
+        Limit::Access,
     ];
 
     /// Its name in reports and logs: the configuration key it counts.
@@ -62,6 +65,7 @@ impl Limit {
             Limit::OverloadReads => "max_pending_reads",
             Limit::OverloadWrites => "max_pending_writes",
             Limit::BadInput => "bad_input",
+            Limit::Access => "access",
         }
     }
 }

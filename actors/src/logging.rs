@@ -51,3 +51,32 @@ mod tests {
         assert_eq!(ClippedOpt(None).to_string(), "-");
     }
 }
+
+/// A writer to `path` rotated daily and at `max_file_size` bytes, `max_files` files kept (the
+/// current one included; rotated copies are `path.1`, the newest, on), written by a background
+/// thread named `thread` so that a slow disk never stalls an actor. At 128,000 queued lines new
+/// lines are dropped. The guard writes what is queued when dropped.
+pub fn rotating_file(
+    path: &std::path::Path,
+    max_file_size: u64,
+    max_files: usize,
+    thread: &str,
+) -> std::io::Result<(
+    tracing_appender::non_blocking::NonBlocking,
+    tracing_appender::non_blocking::WorkerGuard,
+)> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    let condition = rolling_file::RollingConditionBasic::new()
+        .daily()
+        .max_size(max_file_size);
+    // rolling-file counts the rotated files only.
+    let rotated = max_files.saturating_sub(1).max(1);
+    let appender = rolling_file::BasicRollingFileAppender::new(path, condition, rotated)?;
+    Ok(
+        tracing_appender::non_blocking::NonBlockingBuilder::default()
+            .thread_name(thread)
+            .finish(appender),
+    )
+}

@@ -38,6 +38,9 @@ pub struct RegisterBrokerReply {
     /// Encoded KVTable of the ORDER_TOPIC_CONFIG namespace, when it exists and
     /// `returnOrderTopicConfigToBroker` is on.
     pub order_topic_config: Option<Bytes>,
+    /// Whether the registration changed any route (a new broker, new or changed topics, ...);
+    /// false for a refresh that changed nothing (it is not audited).
+    pub routes_changed: bool,
 }
 
 /// UNREGISTER_BROKER.

@@ -109,6 +109,8 @@ pub struct WorkerMetrics {
     frame_errors: BTreeMap<&'static str, u64>,
     connections_opened: u64,
     connections_closed: u64,
+    /// Requests refused by access control, by class and reason.
+    access_refusals: BTreeMap<(&'static str, &'static str), u64>,
     /// Requests answered at once and not yet timed: code, response code, when read, how many
     /// (consecutive requests alike share an entry: a pipelined batch of route queries is one).
     at_once: Vec<(i32, Option<i32>, Instant, u64)>,
@@ -180,6 +182,11 @@ impl WorkerMetrics {
         *self.frame_errors.entry(frame_error_kind(err)).or_insert(0) += 1;
     }
 
+    /// Access control refused a request of `class` for `reason`.
+    pub fn access_refused(&mut self, class: &'static str, reason: &'static str) {
+        *self.access_refusals.entry((class, reason)).or_insert(0) += 1;
+    }
+
     pub fn connection_opened(&mut self) {
         self.connections_opened += 1;
     }
@@ -207,6 +214,7 @@ impl WorkerMetrics {
             frame_errors: self.frame_errors.clone(),
             connections_opened: self.connections_opened,
             connections_closed: self.connections_closed,
+            access_refusals: self.access_refusals.clone(),
             ..WorkerSnapshot::default()
         }
     }
@@ -233,6 +241,8 @@ pub struct WorkerSnapshot {
     pub frame_errors: BTreeMap<&'static str, u64>,
     pub connections_opened: u64,
     pub connections_closed: u64,
+    /// Requests refused by access control, by class and reason.
+    pub access_refusals: BTreeMap<(&'static str, &'static str), u64>,
     /// Bytes of encoded routes the thread's cache holds.
     pub route_cache_bytes: usize,
     /// Requests of the thread's connections waiting for an actor.
@@ -252,6 +262,9 @@ impl WorkerSnapshot {
         }
         self.connections_opened += other.connections_opened;
         self.connections_closed += other.connections_closed;
+        for (key, n) in &other.access_refusals {
+            *self.access_refusals.entry(*key).or_insert(0) += n;
+        }
         self.route_cache_bytes += other.route_cache_bytes;
         self.pending_requests += other.pending_requests;
     }

@@ -230,6 +230,7 @@ mod tests {
                 master_addr: None,
             },
             order_topic_config: None,
+            routes_changed: true,
         }
         .into_response();
         assert_eq!(r.ext_fields, Some(ExtFields::new()));

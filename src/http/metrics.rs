@@ -10,6 +10,7 @@ use actix_web::{web, HttpResponse};
 use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
+use rmq_actors::access::{AccessClass, Refusal};
 use rmq_actors::limits::{Limit, LimitCounts};
 use rmq_actors::messages::{
     GetKvStats, GetRegistryMetrics, GoAwayCount, KvStats, OpenConnections, RegistryMetrics,
@@ -308,6 +309,34 @@ impl prometheus_client::collector::Collector for Collected {
             "Refusals of docs/limits.md, by limit.",
             Counter,
             &limits,
+        )?;
+        // Every class and reason, zeros included, so alerts can rate() them from the start.
+        let access: Vec<_> = AccessClass::ALL
+            .iter()
+            .flat_map(|class| {
+                Refusal::ALL.iter().map(move |reason| {
+                    let n = s
+                        .workers
+                        .access_refusals
+                        .get(&(class.name(), reason.name()))
+                        .copied()
+                        .unwrap_or(0);
+                    (
+                        vec![
+                            ("class", class.name().to_owned()),
+                            ("reason", reason.name().to_owned()),
+                        ],
+                        n,
+                    )
+                })
+            })
+            .collect();
+        sample(
+            e,
+            "access_refusals",
+            "Requests refused by access control (docs/access.md), by class and reason.",
+            Counter,
+            &access,
         )?;
 
         sample(

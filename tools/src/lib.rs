@@ -6,10 +6,12 @@
 //!   the tests, the simulated brokers and the load generator;
 //! - [`sim`]: simulated brokers and clients that keep talking to NameServers (the dev cluster);
 //! - [`admin`]: `rmq-namesrv admin`, mqadmin's NameServer commands;
-//! - [`tls_args`]: the `--tls...` options of every tool.
+//! - [`tls_args`]: the `--tls...` options of every tool;
+//! - [`credentials`]: the `--access-key`/`--secret-key` signing options.
 
 pub mod admin;
 pub mod broker;
 pub mod client;
+pub mod credentials;
 pub mod sim;
 pub mod tls_args;

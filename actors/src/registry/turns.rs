@@ -152,17 +152,18 @@ impl RouteRegistry {
         ctx: &mut Context<Self>,
         registration: Registration,
     ) -> InTurn<RegisterBroker, ResponseFuture<Result<RegisterBrokerReply, NeedTopics>>> {
+        let new_before = self.tables.counters().registrations_new;
         let mut walk = match self.tables.register_start(registration, Instant::now()) {
             Err(need) => return InTurn::Now(self.answer(Err(need))),
             Ok(Registering::Done(outcome)) => {
-                let reply = self.reply(outcome);
+                let reply = self.reply(outcome, new_before);
                 return InTurn::Now(self.answer(Ok(reply)));
             }
             Ok(Registering::Walk(walk)) => walk,
         };
         if self.tables.register_step(&mut walk, TOPICS_PER_STEP) {
             let outcome = self.tables.register_finish(walk);
-            let reply = self.reply(outcome);
+            let reply = self.reply(outcome, new_before);
             return InTurn::Now(self.answer(Ok(reply)));
         }
         let (tx, rx) = oneshot::channel();
@@ -203,7 +204,9 @@ impl RouteRegistry {
         self.next_turn(ctx);
     }
 
-    fn reply(&self, outcome: RegisterOutcome) -> RegisterBrokerReply {
+    /// The answer of a registration; `routes_changed` when it changed routes or added a broker
+    /// (the count of new brokers was `new_before` before it).
+    fn reply(&self, outcome: RegisterOutcome, new_before: u64) -> RegisterBrokerReply {
         let order_topic_config = if self.settings.return_order_topic_config_to_broker {
             self.order_topic_conf_body.clone()
         } else {
@@ -212,6 +215,8 @@ impl RouteRegistry {
         RegisterBrokerReply {
             outcome,
             order_topic_config,
+            routes_changed: self.tables.has_changes()
+                || self.tables.counters().registrations_new > new_before,
         }
     }
 
@@ -240,7 +245,11 @@ impl RouteRegistry {
             let deliver: Box<dyn FnOnce()> = match walking.job {
                 Job::Register { walk, reply } => {
                     let outcome = self.tables.register_finish(walk);
-                    let value = Ok(self.reply(outcome));
+                    // A walk applies topics: it changed routes.
+                    let value = Ok(RegisterBrokerReply {
+                        routes_changed: true,
+                        ..self.reply(outcome, 0)
+                    });
                     Box::new(move || {
                         let _ = reply.send(value);
                     })

@@ -86,6 +86,11 @@ impl RouteTables {
         changes.topic(topic);
     }
 
+    /// Whether routes changed since the last [`RouteTables::take_changes`].
+    pub fn has_changes(&self) -> bool {
+        !self.changes.is_empty()
+    }
+
     /// The routes changed since the last call (emptied).
     pub fn take_changes(&mut self) -> RouteChanges {
         std::mem::take(&mut self.changes)

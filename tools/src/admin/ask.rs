@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 use super::report::{failure_entry, json_line, AdminError, Answer, Cause, Report};
 use super::{Target, EXIT_OK, EXIT_UNREACHABLE};
 use crate::client::Client;
+use crate::credentials::Credentials;
 
 /// The NameServers to ask and how.
 pub(super) struct Ask<'a> {
@@ -19,6 +20,8 @@ pub(super) struct Ask<'a> {
     timeout: Duration,
     json: bool,
     tls: Option<Arc<ClientConfig>>,
+    /// Requests are signed with these, when given.
+    credentials: Option<Credentials>,
 }
 
 impl<'a> Ask<'a> {
@@ -30,6 +33,7 @@ impl<'a> Ask<'a> {
             timeout: target.timeout,
             json: target.json,
             tls: target.tls.client_config()?,
+            credentials: target.credentials.credentials()?,
         })
     }
 
@@ -37,8 +41,13 @@ impl<'a> Ask<'a> {
     async fn request_one(
         &self,
         addr: &str,
-        request: RemotingCommand,
+        mut request: RemotingCommand,
     ) -> Result<RemotingCommand, Cause> {
+        if let Some(credentials) = &self.credentials {
+            credentials.sign(&mut request).map_err(|e| {
+                Cause::Unreachable(format!("request not sent: cannot sign it: {e}"))
+            })?;
+        }
         let mut client = Client::connect_with(addr, self.timeout, self.tls.as_ref())
             .await
             .map_err(|e| Cause::from_client(&e))?;

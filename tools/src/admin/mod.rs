@@ -37,6 +37,7 @@ use std::time::Duration;
 
 use clap::Args;
 
+use crate::credentials::CredentialArgs;
 use crate::tls_args::TlsArgs;
 
 mod ask;
@@ -104,6 +105,8 @@ pub struct Target {
     pub json: bool,
     #[command(flatten)]
     pub tls: TlsArgs,
+    #[command(flatten)]
+    pub credentials: CredentialArgs,
 }
 
 /// A non-empty list of `host:port` NameServer addresses, in the order given.

@@ -1,0 +1,628 @@
+//! Access control (docs/access.md): which request classes a client may send, by source network
+//! and by RocketMQ signature, and the audit of what changed.
+//!
+//! - [`AccessClass`] sorts request codes (and the HTTP port's paths) into classes; each class
+//!   has a [`Policy`] fixed at start ([`settings::AccessSettings`]).
+//! - The accounts of the ACL file ([`accounts::Accounts`]) are an immutable snapshot, owned and
+//!   reloaded by the [`guard::AccessGuard`] actor and published to every connection thread.
+//! - [`check`] decides one request on the connection's thread: pure, given the policy, the
+//!   snapshot, the client's address and the request. Failed signature checks are counted per
+//!   source on that thread ([`ledger::FailureLedger`]).
+//! - [`audit::AuditLog`] writes admin writes and route-changing registrations as JSON lines.
+
+pub mod accounts;
+pub mod audit;
+pub mod guard;
+pub mod ledger;
+pub mod patterns;
+pub mod settings;
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use ipnet::IpNet;
+use rmq_protocol::signature::{self, SignatureError, ACCESS_KEY};
+use rmq_protocol::{RemotingCommand, RequestCode, ResponseCode};
+
+use crate::route_cache::{CacheId, RouteCacheKeeper};
+pub use accounts::Accounts;
+
+/// The classes of requests a policy applies to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AccessClass {
+    /// Broker traffic: REGISTER_BROKER, UNREGISTER_BROKER, BROKER_HEARTBEAT,
+    /// QUERY_DATA_VERSION.
+    Broker,
+    /// Routes, cluster info, member groups, topic lists, KV reads.
+    Read,
+    /// GET_NAMESRV_CONFIG.
+    AdminRead,
+    /// Every change an operator makes.
+    AdminWrite,
+    /// HTTP: the status page and its JSON.
+    Status,
+    /// HTTP: metrics, health, readiness, the address server.
+    Probe,
+}
+
+impl AccessClass {
+    pub const COUNT: usize = 6;
+    pub const ALL: [AccessClass; Self::COUNT] = [
+        AccessClass::Broker,
+        AccessClass::Read,
+        AccessClass::AdminRead,
+        AccessClass::AdminWrite,
+        AccessClass::Status,
+        AccessClass::Probe,
+    ];
+
+    /// The class of a request code; `None` for a code no handler answers (it is answered
+    /// REQUEST_CODE_NOT_SUPPORTED whoever sends it).
+    pub fn of(code: RequestCode) -> Option<AccessClass> {
+        use RequestCode as C;
+        Some(match code {
+            C::REGISTER_BROKER
+            | C::UNREGISTER_BROKER
+            | C::BROKER_HEARTBEAT
+            | C::QUERY_DATA_VERSION => AccessClass::Broker,
+            C::GET_ROUTEINFO_BY_TOPIC
+            | C::GET_BROKER_CLUSTER_INFO
+            | C::GET_BROKER_MEMBER_GROUP
+            | C::GET_ALL_TOPIC_LIST_FROM_NAMESERVER
+            | C::GET_TOPICS_BY_CLUSTER
+            | C::GET_SYSTEM_TOPIC_LIST_FROM_NS
+            | C::GET_UNIT_TOPIC_LIST
+            | C::GET_HAS_UNIT_SUB_TOPIC_LIST
+            | C::GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST
+            | C::GET_KV_CONFIG
+            | C::GET_KVLIST_BY_NAMESPACE => AccessClass::Read,
+            C::GET_NAMESRV_CONFIG => AccessClass::AdminRead,
+            C::PUT_KV_CONFIG
+            | C::DELETE_KV_CONFIG
+            | C::WIPE_WRITE_PERM_OF_BROKER
+            | C::ADD_WRITE_PERM_OF_BROKER
+            | C::DELETE_TOPIC_IN_NAMESRV
+            | C::REGISTER_TOPIC_IN_NAMESRV
+            | C::UPDATE_NAMESRV_CONFIG => AccessClass::AdminWrite,
+            _ => return None,
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            AccessClass::Broker => "broker",
+            AccessClass::Read => "read",
+            AccessClass::AdminRead => "admin_read",
+            AccessClass::AdminWrite => "admin_write",
+            AccessClass::Status => "status",
+            AccessClass::Probe => "probe",
+        }
+    }
+
+    /// The configuration key of the class's networks, for errors.
+    pub fn networks_key(self) -> &'static str {
+        match self {
+            AccessClass::Broker => "access.broker.networks",
+            AccessClass::Read => "access.read.networks",
+            AccessClass::AdminRead => "access.admin_read.networks",
+            AccessClass::AdminWrite => "access.admin_write.networks",
+            AccessClass::Status => "access.status.networks",
+            AccessClass::Probe => "access.probe.networks",
+        }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+
+    /// Admin classes need an admin account (4.x `admin: true`, ACL 2.0 `Super`).
+    pub fn needs_admin(self) -> bool {
+        matches!(
+            self,
+            AccessClass::AdminRead | AccessClass::AdminWrite | AccessClass::Status
+        )
+    }
+}
+
+/// What one class requires.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Policy {
+    /// Allowed source networks; `None`: any.
+    pub networks: Option<Vec<IpNet>>,
+    /// A valid signature (or a white-listed address) is needed.
+    pub signed: bool,
+}
+
+impl Policy {
+    pub fn is_open(&self) -> bool {
+        self.networks.is_none() && !self.signed
+    }
+}
+
+/// The policies of every class, fixed at start; cheap to ask on every request.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Policies {
+    by_class: [Policy; AccessClass::COUNT],
+    all_open: bool,
+}
+
+impl Policies {
+    pub fn new(by_class: [Policy; AccessClass::COUNT]) -> Self {
+        let all_open = by_class.iter().all(Policy::is_open);
+        Self { by_class, all_open }
+    }
+
+    /// Everything open: Java's NameServer.
+    pub fn open() -> Self {
+        Self::new(Default::default())
+    }
+
+    pub fn of(&self, class: AccessClass) -> &Policy {
+        &self.by_class[class.index()]
+    }
+
+    /// No class restricted: nothing to check.
+    pub fn all_open(&self) -> bool {
+        self.all_open
+    }
+}
+
+/// Access control as configured at start: the policies and the failed-attempt limit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AccessControl {
+    pub policies: Policies,
+    /// Failed signature checks a source may make per `failure_window`, server-wide.
+    pub max_failures: u32,
+    pub failure_window: std::time::Duration,
+}
+
+impl AccessControl {
+    pub fn new(settings: &settings::AccessSettings) -> Self {
+        Self {
+            policies: Policies::new(settings.policies()),
+            max_failures: settings.max_failures,
+            failure_window: settings.failure_window,
+        }
+    }
+
+    /// Everything open (Java's NameServer).
+    pub fn open() -> Self {
+        Self::new(&settings::AccessSettings::default())
+    }
+}
+
+/// Why a request was refused; the remark says what was missing, never how a signature
+/// differed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    AddressNotAllowed,
+    NoSignature,
+    UnknownAccessKey,
+    BadSignature,
+    NotAdmin,
+    Disabled,
+    TooManyFailures,
+}
+
+impl Refusal {
+    /// The label of the refusal in metrics and logs.
+    pub fn name(self) -> &'static str {
+        match self {
+            Refusal::AddressNotAllowed => "address_not_allowed",
+            Refusal::NoSignature => "no_signature",
+            Refusal::UnknownAccessKey => "unknown_access_key",
+            Refusal::BadSignature => "bad_signature",
+            Refusal::NotAdmin => "not_admin",
+            Refusal::Disabled => "disabled",
+            Refusal::TooManyFailures => "too_many_failures",
+        }
+    }
+
+    pub const ALL: [Refusal; 7] = [
+        Refusal::AddressNotAllowed,
+        Refusal::NoSignature,
+        Refusal::UnknownAccessKey,
+        Refusal::BadSignature,
+        Refusal::NotAdmin,
+        Refusal::Disabled,
+        Refusal::TooManyFailures,
+    ];
+
+    /// Whether it counts as a failed attempt toward the per-source limit (a guessed key or
+    /// secret; not a missing signature or a request of the wrong class).
+    pub fn is_failed_attempt(self) -> bool {
+        matches!(self, Refusal::UnknownAccessKey | Refusal::BadSignature)
+    }
+
+    /// The remark of the NO_PERMISSION answer.
+    pub fn remark(self, class: AccessClass, ip: IpAddr) -> String {
+        let class = class.name();
+        match self {
+            Refusal::AddressNotAllowed => {
+                format!("[access] address not allowed: {ip} may not send {class} requests")
+            }
+            Refusal::NoSignature => format!(
+                "[access] no signature: {class} requests must be signed (AccessKey and Signature)"
+            ),
+            Refusal::UnknownAccessKey => "[access] unknown access key".to_owned(),
+            Refusal::BadSignature => "[access] bad signature".to_owned(),
+            Refusal::NotAdmin => {
+                format!("[access] {class} requests need an admin account")
+            }
+            Refusal::Disabled => "[access] account disabled".to_owned(),
+            Refusal::TooManyFailures => format!(
+                "[access] too many failed attempts from {ip}; signed requests refused for a while"
+            ),
+        }
+    }
+
+    /// The NO_PERMISSION answer.
+    pub fn response(self, class: AccessClass, ip: IpAddr) -> RemotingCommand {
+        RemotingCommand::response(ResponseCode::NO_PERMISSION, Some(self.remark(class, ip)))
+    }
+}
+
+/// How a request got in: who signed it, if anyone.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Grant {
+    /// The access key of a verified signature, or of an account white-listed for the address.
+    pub access_key: Option<String>,
+}
+
+/// Decides one request of `class` from `ip` (see docs/access.md#deciding-a-request): networks
+/// first, then RocketMQ's order: global white addresses, the access key, the account's white
+/// address, the signature, the admin flag. `blocked` says whether the source has used up its
+/// failed attempts.
+pub fn check(
+    policy: &Policy,
+    class: AccessClass,
+    accounts: &Accounts,
+    ip: IpAddr,
+    cmd: &RemotingCommand,
+    blocked: bool,
+) -> Result<Grant, Refusal> {
+    let ip = patterns::canonical(ip);
+    if let Some(networks) = &policy.networks {
+        if !networks.iter().any(|net| net.contains(&ip)) {
+            return Err(Refusal::AddressNotAllowed);
+        }
+    }
+    if !policy.signed {
+        return Ok(Grant::default());
+    }
+    if accounts.globally_white(ip) {
+        return Ok(Grant::default());
+    }
+    let Some(access_key) = cmd.ext(ACCESS_KEY) else {
+        return Err(Refusal::NoSignature);
+    };
+    if blocked {
+        return Err(Refusal::TooManyFailures);
+    }
+    let account = accounts.get(access_key).ok_or(Refusal::UnknownAccessKey)?;
+    if !account.enabled {
+        return Err(Refusal::Disabled);
+    }
+    if !account.white.matches(ip) {
+        match signature::verify_command(cmd, account.secret.expose()) {
+            Ok(()) => {}
+            Err(SignatureError::Missing) => return Err(Refusal::NoSignature),
+            Err(SignatureError::Mismatch | SignatureError::TooManyFields) => {
+                return Err(Refusal::BadSignature)
+            }
+        }
+    }
+    if class.needs_admin() && !account.admin {
+        return Err(Refusal::NotAdmin);
+    }
+    Ok(Grant {
+        access_key: Some(access_key.to_owned()),
+    })
+}
+
+/// HTTP Basic credentials (`access key : secret key`) against the accounts, for the HTTP port's
+/// signed classes (its TLS keeps the secret confidential).
+pub fn check_basic(
+    policy: &Policy,
+    class: AccessClass,
+    accounts: &Accounts,
+    ip: IpAddr,
+    basic: Option<(&str, &str)>,
+    blocked: bool,
+) -> Result<Grant, Refusal> {
+    let ip = patterns::canonical(ip);
+    if let Some(networks) = &policy.networks {
+        if !networks.iter().any(|net| net.contains(&ip)) {
+            return Err(Refusal::AddressNotAllowed);
+        }
+    }
+    if !policy.signed || accounts.globally_white(ip) {
+        return Ok(Grant::default());
+    }
+    let Some((access_key, secret)) = basic else {
+        return Err(Refusal::NoSignature);
+    };
+    if blocked {
+        return Err(Refusal::TooManyFailures);
+    }
+    let account = accounts.get(access_key).ok_or(Refusal::UnknownAccessKey)?;
+    if !account.enabled {
+        return Err(Refusal::Disabled);
+    }
+    let same = account.white.matches(ip) || constant_time_eq(secret, account.secret.expose());
+    if !same {
+        return Err(Refusal::BadSignature);
+    }
+    if class.needs_admin() && !account.admin {
+        return Err(Refusal::NotAdmin);
+    }
+    Ok(Grant {
+        access_key: Some(access_key.to_owned()),
+    })
+}
+
+/// Compares two secrets without stopping at the first difference.
+fn constant_time_eq(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let mut diff = a.len() ^ b.len();
+    for (i, x) in a.iter().enumerate() {
+        diff |= usize::from(x ^ b.get(i).copied().unwrap_or(0));
+    }
+    diff == 0
+}
+
+/// Announces a new snapshot of the accounts to a thread's keeper.
+#[derive(Debug, Clone, actix::Message)]
+#[rtype(result = "()")]
+pub struct AccountsChanged {
+    pub accounts: Arc<Accounts>,
+}
+
+/// The route cache keeper of a connection thread also keeps the thread's accounts snapshot
+/// (the daemon publishes the first one as it starts the keeper, on the keeper's thread).
+impl actix::Handler<AccountsChanged> for RouteCacheKeeper {
+    type Result = ();
+
+    fn handle(&mut self, msg: AccountsChanged, _: &mut actix::Context<Self>) {
+        publish_on_this_thread(self.id, msg.accounts);
+    }
+}
+
+thread_local! {
+    /// Each NameServer's current accounts on this thread, set by the thread's keeper.
+    static ACCOUNTS: RefCell<HashMap<CacheId, Arc<Accounts>>> = RefCell::new(HashMap::new());
+}
+
+/// Makes `accounts` the current snapshot of NameServer `id` on this thread.
+pub fn publish_on_this_thread(id: CacheId, accounts: Arc<Accounts>) {
+    ACCOUNTS.with(|all| {
+        all.borrow_mut().insert(id, accounts);
+    });
+}
+
+/// The current accounts of NameServer `id` on this thread (none: no accounts, so every
+/// signature check fails).
+pub fn accounts_on_this_thread(id: CacheId) -> Arc<Accounts> {
+    ACCOUNTS.with(|all| all.borrow().get(&id).cloned().unwrap_or_default())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use accounts::{Account, Secret};
+    use patterns::AddressPattern;
+
+    fn accounts() -> Accounts {
+        let mut accounts = Accounts::parse(
+            "globalWhiteRemoteAddresses: ['10.9.*.*']\naccounts:\n  - accessKey: admin1\n    secretKey: adminsecret\n    admin: true\n  - accessKey: user1\n    secretKey: usersecret\n    whiteRemoteAddress: 10.1.1.1\n",
+        )
+        .unwrap();
+        accounts.by_key.insert(
+            "off".into(),
+            Account {
+                secret: Secret::new("offsecret"),
+                admin: true,
+                enabled: false,
+                white: AddressPattern::Nothing,
+            },
+        );
+        accounts
+    }
+
+    fn signed(ak: &str, sk: &str) -> RemotingCommand {
+        let mut cmd = RemotingCommand::request(RequestCode::WIPE_WRITE_PERM_OF_BROKER)
+            .with_ext("brokerName", "broker-a");
+        signature::sign_command(&mut cmd, ak, sk, None).unwrap();
+        cmd
+    }
+
+    fn ip(text: &str) -> IpAddr {
+        text.parse().unwrap()
+    }
+
+    const SIGNED: Policy = Policy {
+        networks: None,
+        signed: true,
+    };
+
+    #[test]
+    fn signed_admin_writes_need_an_admin_s_valid_signature() {
+        let a = accounts();
+        let w = AccessClass::AdminWrite;
+        let from = ip("192.0.2.1");
+        let ok = check(
+            &SIGNED,
+            w,
+            &a,
+            from,
+            &signed("admin1", "adminsecret"),
+            false,
+        );
+        assert_eq!(ok.unwrap().access_key.as_deref(), Some("admin1"));
+        let unsigned = RemotingCommand::request(RequestCode::WIPE_WRITE_PERM_OF_BROKER);
+        assert_eq!(
+            check(&SIGNED, w, &a, from, &unsigned, false),
+            Err(Refusal::NoSignature)
+        );
+        let wrong = signed("admin1", "guess");
+        assert_eq!(
+            check(&SIGNED, w, &a, from, &wrong, false),
+            Err(Refusal::BadSignature)
+        );
+        let unknown = signed("nobody", "x");
+        assert_eq!(
+            check(&SIGNED, w, &a, from, &unknown, false),
+            Err(Refusal::UnknownAccessKey)
+        );
+        let user = signed("user1", "usersecret");
+        assert_eq!(
+            check(&SIGNED, w, &a, from, &user, false),
+            Err(Refusal::NotAdmin)
+        );
+        assert!(check(&SIGNED, AccessClass::Read, &a, from, &user, false).is_ok());
+        let off = signed("off", "offsecret");
+        assert_eq!(
+            check(&SIGNED, w, &a, from, &off, false),
+            Err(Refusal::Disabled)
+        );
+        let ok = signed("admin1", "adminsecret");
+        assert_eq!(
+            check(&SIGNED, w, &a, from, &ok, true),
+            Err(Refusal::TooManyFailures)
+        );
+    }
+
+    #[test]
+    fn a_signature_replayed_over_another_body_fails() {
+        let a = accounts();
+        let replayed = signed("admin1", "adminsecret").with_body(&b"other"[..]);
+        assert_eq!(
+            check(
+                &SIGNED,
+                AccessClass::AdminWrite,
+                &a,
+                ip("192.0.2.1"),
+                &replayed,
+                false
+            ),
+            Err(Refusal::BadSignature)
+        );
+    }
+
+    #[test]
+    fn white_addresses_are_rocketmq_s_bypasses_and_networks_stay_separate() {
+        let a = accounts();
+        let unsigned = RemotingCommand::request(RequestCode::WIPE_WRITE_PERM_OF_BROKER);
+        // A globally white address needs no signature at all.
+        assert!(check(
+            &SIGNED,
+            AccessClass::AdminWrite,
+            &a,
+            ip("10.9.3.4"),
+            &unsigned,
+            false
+        )
+        .is_ok());
+        // An account's white address skips its signature, not its admin check.
+        let mut keyed = unsigned.clone().with_ext(ACCESS_KEY, "user1");
+        assert!(check(
+            &SIGNED,
+            AccessClass::Read,
+            &a,
+            ip("10.1.1.1"),
+            &keyed,
+            false
+        )
+        .is_ok());
+        assert_eq!(
+            check(
+                &SIGNED,
+                AccessClass::AdminWrite,
+                &a,
+                ip("10.1.1.1"),
+                &keyed,
+                false
+            ),
+            Err(Refusal::NotAdmin)
+        );
+        keyed = keyed.with_ext("x", "y");
+        assert_eq!(
+            check(
+                &SIGNED,
+                AccessClass::Read,
+                &a,
+                ip("10.1.1.2"),
+                &keyed,
+                false
+            ),
+            Err(Refusal::NoSignature)
+        );
+        // Networks apply before any bypass.
+        let fenced = Policy {
+            networks: Some(vec!["192.0.2.0/24".parse().unwrap()]),
+            signed: true,
+        };
+        assert_eq!(
+            check(
+                &fenced,
+                AccessClass::AdminWrite,
+                &a,
+                ip("10.9.3.4"),
+                &unsigned,
+                false
+            ),
+            Err(Refusal::AddressNotAllowed)
+        );
+        let ok = signed("admin1", "adminsecret");
+        assert!(check(
+            &fenced,
+            AccessClass::AdminWrite,
+            &a,
+            ip("::ffff:192.0.2.9"),
+            &ok,
+            false
+        )
+        .is_ok());
+    }
+
+    #[test]
+    fn basic_credentials_check_like_signatures() {
+        let a = accounts();
+        let p = &SIGNED;
+        let c = AccessClass::Status;
+        let from = ip("192.0.2.1");
+        assert!(check_basic(p, c, &a, from, Some(("admin1", "adminsecret")), false).is_ok());
+        assert_eq!(
+            check_basic(p, c, &a, from, Some(("admin1", "adminsecreT")), false),
+            Err(Refusal::BadSignature)
+        );
+        assert_eq!(
+            check_basic(p, c, &a, from, None, false),
+            Err(Refusal::NoSignature)
+        );
+        assert_eq!(
+            check_basic(p, c, &a, from, Some(("user1", "usersecret")), false),
+            Err(Refusal::NotAdmin)
+        );
+        assert!(constant_time_eq("abc", "abc") && !constant_time_eq("abc", "abcd"));
+    }
+
+    #[test]
+    fn every_code_with_a_handler_has_a_class() {
+        assert_eq!(
+            AccessClass::of(RequestCode::REGISTER_BROKER),
+            Some(AccessClass::Broker)
+        );
+        assert_eq!(
+            AccessClass::of(RequestCode::GET_NAMESRV_CONFIG),
+            Some(AccessClass::AdminRead)
+        );
+        assert_eq!(
+            AccessClass::of(RequestCode::UPDATE_NAMESRV_CONFIG),
+            Some(AccessClass::AdminWrite)
+        );
+        assert_eq!(AccessClass::of(RequestCode(424_242)), None);
+    }
+}
