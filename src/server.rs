@@ -27,7 +27,7 @@ use rmq_actors::route_cache::{CacheId, RouteCacheKeeper};
 use rmq_actors::tls_reload::TlsReloader;
 use rmq_transport::front_door::FrontDoor;
 use rmq_transport::server::{server_config, TlsError};
-use rmq_transport::TlsMode;
+use rmq_transport::{ProxyProtocolSettings, TlsMode};
 use tracing::{info, warn};
 
 use crate::config::{expand_home, Config};
@@ -221,6 +221,11 @@ impl NameServer {
             proxy: Arc::new(config.proxy_protocol.clone()),
             handshake_timeout: config.tls.handshake_timeout,
         };
+        // The HTTP port admits as the remoting port does (TLS mode, certificate), without PROXY.
+        let http_door = FrontDoor {
+            proxy: Arc::new(ProxyProtocolSettings::default()),
+            ..front_door.clone()
+        };
         let listener = Listener::create(|_ctx| {
             #[cfg(debug_assertions)]
             let mut faults = contained.fault_targets();
@@ -249,19 +254,6 @@ impl NameServer {
                 },
             })
         });
-        let tls_reloader = (config.tls.mode != TlsMode::Disabled).then(|| {
-            let base = config.tls.clone();
-            let settings = config.tls.clone();
-            let listeners = vec![listener.clone().recipient()];
-            Supervisor::start(move |_| {
-                let base = base.clone();
-                TlsReloader::new(
-                    Arc::new(move || crate::java_keys::tls_with_config_file(&base)),
-                    settings.clone(),
-                    listeners.clone(),
-                )
-            })
-        });
         let access_guard = acl_path.map(|path| {
             rmq_actors::access::guard::describe(&accounts, "loaded");
             let subscribers: Vec<_> = contained
@@ -271,11 +263,13 @@ impl NameServer {
                 .collect();
             let every = config.access.reload_check_interval;
             let accounts = Arc::clone(&accounts);
+            let control = Arc::clone(&access);
             Supervisor::start(move |_| {
                 AccessGuard::new(
                     path.clone(),
                     Arc::clone(&accounts),
                     subscribers.clone(),
+                    &control,
                     every,
                 )
             })
@@ -316,11 +310,25 @@ impl NameServer {
                     http: config.http.clone(),
                 };
                 Some(
-                    crate::http::start(bound, observed)
+                    crate::http::start(bound, http_door, observed)
                         .map_err(|source| StartError::Http { addr, source })?,
                 )
             }
         };
+        let tls_reloader = (config.tls.mode != TlsMode::Disabled).then(|| {
+            let base = config.tls.clone();
+            let settings = config.tls.clone();
+            let mut listeners = vec![listener.clone().recipient()];
+            listeners.extend(http.as_ref().map(HttpPort::tls_listener));
+            Supervisor::start(move |_| {
+                let base = base.clone();
+                TlsReloader::new(
+                    Arc::new(move || crate::java_keys::tls_with_config_file(&base)),
+                    settings.clone(),
+                    listeners.clone(),
+                )
+            })
+        });
 
         let mut arbiters = workers;
         arbiters.push(registry_arbiter);

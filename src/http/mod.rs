@@ -1,32 +1,35 @@
 //! The HTTP port (docs/metrics.md): `/metrics`, `/health`, `/ready`, `/rocketmq/{subgroup}` (the
 //! address server RocketMQ clients poll), the status page `/` and its JSON `/api/...`. An
-//! actix-web server on the NameServer's own System: its handlers ask the server's actors by
-//! message, exactly as a connection does, and change nothing.
+//! actix-web app on the NameServer's own System: its handlers ask the server's actors by
+//! message, exactly as a connection does, and change nothing. The connections come through
+//! `door` (the remoting port's front door: `tls.mode` and its certificate, hot reload included).
 
+mod door;
 mod metrics;
 mod status;
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use actix::Addr;
-use actix_web::dev::ServerHandle;
+use actix::{Addr, Recipient};
 use actix_web::http::header::{CacheControl, CacheDirective, ContentType};
-use actix_web::{web, App, HttpResponse, HttpServer};
+use actix_web::{web, App, HttpResponse};
 use rmq_actors::housekeeping::Housekeeping;
 use rmq_actors::kv::KvStore;
 use rmq_actors::limits::Limits;
-use rmq_actors::messages::GetRegistryMetrics;
+use rmq_actors::messages::{GetRegistryMetrics, TlsConfigChanged};
 use rmq_actors::registry::RouteRegistry;
 use rmq_actors::route_cache::RouteCacheKeeper;
+use rmq_transport::front_door::FrontDoor;
 use tokio::sync::watch;
 use tracing::info;
 
 use crate::config::HttpConfig;
 use crate::health::Health;
+use door::{HttpDoor, StopServing};
 
-/// What the HTTP handlers read: the actors' addresses and fixed facts. Cloned into each
-/// actix-web worker; nothing in it is mutable.
+/// What the HTTP handlers read: the actors' addresses and fixed facts. Shared by the handlers
+/// (`web::Data`); nothing in it is mutable.
 #[derive(Clone)]
 pub(crate) struct Observed {
     pub routes: Addr<RouteRegistry>,
@@ -52,7 +55,7 @@ pub(crate) type HealthProbe = std::sync::Arc<
 /// The running HTTP port.
 pub struct HttpPort {
     addr: SocketAddr,
-    handle: ServerHandle,
+    door: Addr<HttpDoor>,
 }
 
 impl HttpPort {
@@ -61,9 +64,19 @@ impl HttpPort {
         self.addr
     }
 
-    /// Stops serving (open requests get a moment to finish).
+    /// Where the `TlsReloader` sends each new certificate (used by connections that arrive after).
+    pub(crate) fn tls_listener(&self) -> Recipient<TlsConfigChanged> {
+        self.door.clone().recipient()
+    }
+
+    /// Stops serving: no new connection; open requests get `HTTP_SHUTDOWN` to finish.
     pub async fn stop(&self) {
-        self.handle.stop(true).await;
+        let _ = self
+            .door
+            .send(StopServing {
+                grace: HTTP_SHUTDOWN,
+            })
+            .await;
     }
 }
 
@@ -71,37 +84,29 @@ impl HttpPort {
 const HTTP_SHUTDOWN: Duration = Duration::from_secs(2);
 
 /// Starts the HTTP port on `listener` (bound by the caller, so a bind error names the address
-/// before anything starts). Must run inside an actix System.
+/// before anything starts, and non-blocking), admitting connections through `front_door` (the
+/// remoting port's TLS mode and certificate; no PROXY header). Must run inside an actix System:
+/// the port is served on the current arbiter.
 pub(crate) fn start(
     listener: std::net::TcpListener,
+    front_door: FrontDoor,
     observed: Observed,
 ) -> std::io::Result<HttpPort> {
     let addr = listener.local_addr()?;
-    let data = web::Data::new(observed);
-    let server = HttpServer::new(move || {
-        App::new()
-            .app_data(data.clone())
-            .route("/metrics", web::get().to(metrics::scrape))
-            .route("/health", web::get().to(health))
-            .route("/ready", web::get().to(ready))
-            .route("/rocketmq/{subgroup}", web::get().to(nsaddr))
-            .route("/", web::get().to(status::page))
-            .route("/api/status", web::get().to(status::api))
-            .default_service(web::to(not_found))
-    })
-    .workers(1)
-    .disable_signals()
-    .shutdown_timeout(HTTP_SHUTDOWN.as_secs())
-    .listen(listener)?
-    .run();
-    let handle = server.handle();
-    actix::spawn(async move {
-        if let Err(err) = server.await {
-            tracing::error!(error = %err, "HTTP port stopped");
-        }
-    });
-    info!(%addr, "HTTP port started (metrics, health, address server, status page)");
-    Ok(HttpPort { addr, handle })
+    let listener = tokio::net::TcpListener::from_std(listener)?;
+    let tls = front_door.mode;
+    let app = App::new()
+        .app_data(web::Data::new(observed))
+        .route("/metrics", web::get().to(metrics::scrape))
+        .route("/health", web::get().to(health))
+        .route("/ready", web::get().to(ready))
+        .route("/rocketmq/{subgroup}", web::get().to(nsaddr))
+        .route("/", web::get().to(status::page))
+        .route("/api/status", web::get().to(status::api))
+        .default_service(web::to(not_found));
+    let door = HttpDoor::start(listener, front_door, app)?;
+    info!(%addr, ?tls, "HTTP port started (metrics, health, address server, status page)");
+    Ok(HttpPort { addr, door })
 }
 
 fn text(body: String) -> HttpResponse {
