@@ -263,13 +263,11 @@ impl NameServer {
                 .collect();
             let every = config.access.reload_check_interval;
             let accounts = Arc::clone(&accounts);
-            let control = Arc::clone(&access);
             Supervisor::start(move |_| {
                 AccessGuard::new(
                     path.clone(),
                     Arc::clone(&accounts),
                     subscribers.clone(),
-                    &control,
                     every,
                 )
             })
