@@ -263,11 +263,13 @@ impl NameServer {
                 .collect();
             let every = config.access.reload_check_interval;
             let accounts = Arc::clone(&accounts);
+            let control = Arc::clone(&access);
             Supervisor::start(move |_| {
                 AccessGuard::new(
                     path.clone(),
                     Arc::clone(&accounts),
                     subscribers.clone(),
+                    &control,
                     every,
                 )
             })
@@ -306,6 +308,8 @@ impl NameServer {
                     remoting: local_addr,
                     started: Instant::now(),
                     http: config.http.clone(),
+                    access: Arc::clone(&access),
+                    access_guard: access_guard.clone(),
                 };
                 Some(
                     crate::http::start(bound, http_door, observed)

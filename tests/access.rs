@@ -507,3 +507,83 @@ async fn the_admin_cli_signs_with_flags_env_or_a_tools_yml() {
     assert_eq!(right.status.code(), Some(0), "{right:?}");
     server.stop().await;
 }
+
+/// `GET path` with optional Basic credentials; the status code and the head.
+async fn http_get(addr: std::net::SocketAddr, path: &str, basic: Option<&str>) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let auth = basic
+        .map(|b| format!("Authorization: Basic {b}\r\n"))
+        .unwrap_or_default();
+    let exchange = async {
+        let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+        let request =
+            format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}Connection: close\r\n\r\n");
+        stream.write_all(request.as_bytes()).await.expect("write");
+        let mut raw = Vec::new();
+        stream.read_to_end(&mut raw).await.expect("read");
+        raw
+    };
+    let raw = tokio::time::timeout(TIMEOUT, exchange)
+        .await
+        .expect("answered in time");
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let status = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .expect("a status code");
+    (status, text)
+}
+
+#[actix::test]
+async fn the_http_port_s_status_and_probe_classes() {
+    let dir = test_dir("access-http");
+    let mut config = acl_config(&dir, ACL);
+    config.access.profile = Profile::Secure;
+    config.http.listen = Some("127.0.0.1:0".parse().unwrap());
+    let server = start_server(config);
+    let http = server.http_addr().expect("an HTTP port");
+    // Probes stay open in the secure profile.
+    assert_eq!(http_get(http, "/health", None).await.0, 200);
+    assert_eq!(http_get(http, "/metrics", None).await.0, 200);
+    // The status page and its JSON need an admin's Basic credentials.
+    let (status, head) = http_get(http, "/", None).await;
+    assert_eq!(status, 401);
+    assert!(
+        head.to_ascii_lowercase()
+            .contains("www-authenticate: basic"),
+        "{head}"
+    );
+    assert_eq!(http_get(http, "/api/status", None).await.0, 401);
+    let admin = "YWRtaW5LZXk6YWRtaW5TZWNyZXQ="; // adminKey:adminSecret
+    let user = "dXNlcktleToxMjM0NTY3OA=="; // userKey:12345678
+    let wrong = "YWRtaW5LZXk6bm9wZQ=="; // adminKey:nope
+    assert_eq!(http_get(http, "/api/status", Some(admin)).await.0, 200);
+    assert_eq!(http_get(http, "/", Some(admin)).await.0, 200);
+    assert_eq!(http_get(http, "/", Some(user)).await.0, 403);
+    let (status, text) = http_get(http, "/", Some(wrong)).await;
+    assert_eq!(status, 401);
+    assert!(!text.contains("adminSecret"));
+    // Refusals are counted on /metrics.
+    let (_, metrics) = http_get(http, "/metrics", None).await;
+    assert!(
+        metrics.contains(
+            "rmq_namesrv_access_refusals_total{class=\"admin_write\",reason=\"bad_signature\"} 0"
+        ),
+        "the refusal family lists every class and reason"
+    );
+    assert!(metrics.contains("rmq_namesrv_limit_refusals_total{limit=\"access\"}"));
+    server.stop().await;
+
+    // Probes by network: this client (127.0.0.1) is outside.
+    let mut config = test_config();
+    config.http.listen = Some("127.0.0.1:0".parse().unwrap());
+    config.access.probe.policy = Some(PolicyKind::Networks);
+    config.access.probe.networks = vec!["10.0.0.0/8".parse().unwrap()];
+    let server = start_server(config);
+    let http = server.http_addr().expect("an HTTP port");
+    assert_eq!(http_get(http, "/metrics", None).await.0, 403);
+    assert_eq!(http_get(http, "/rocketmq/nsaddr", None).await.0, 403);
+    assert_eq!(http_get(http, "/", None).await.0, 200);
+    server.stop().await;
+}

@@ -4,6 +4,7 @@
 //! message, exactly as a connection does, and change nothing. The connections come through
 //! `door` (the remoting port's front door: `tls.mode` and its certificate, hot reload included).
 
+mod access;
 mod door;
 mod metrics;
 mod status;
@@ -14,6 +15,8 @@ use std::time::{Duration, Instant};
 use actix::{Addr, Recipient};
 use actix_web::http::header::{CacheControl, CacheDirective, ContentType};
 use actix_web::{web, App, HttpResponse};
+use rmq_actors::access::guard::AccessGuard;
+use rmq_actors::access::AccessControl;
 use rmq_actors::housekeeping::Housekeeping;
 use rmq_actors::kv::KvStore;
 use rmq_actors::limits::Limits;
@@ -45,6 +48,10 @@ pub(crate) struct Observed {
     pub remoting: SocketAddr,
     pub started: Instant,
     pub http: HttpConfig,
+    /// The `status` and `probe` policies (crate::http::access).
+    pub access: std::sync::Arc<AccessControl>,
+    /// Checks HTTP credentials against the accounts, when there is an ACL file.
+    pub access_guard: Option<Addr<AccessGuard>>,
 }
 
 /// Asks every actor whether it is alive (the handle's health check, shared with the HTTP port).
@@ -97,6 +104,7 @@ pub(crate) fn start(
     let tls = front_door.mode;
     let app = App::new()
         .app_data(web::Data::new(observed))
+        .wrap(actix_web::middleware::from_fn(access::enforce))
         .route("/metrics", web::get().to(metrics::scrape))
         .route("/health", web::get().to(health))
         .route("/ready", web::get().to(ready))

@@ -5,15 +5,17 @@
 //! (naming the file and the entry, never a secret), and the next change retries. Reading and
 //! parsing run on the blocking pool.
 
+use std::net::IpAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 use tracing::{debug, info, warn};
 
 use super::accounts::Accounts;
-use super::AccountsChanged;
+use super::ledger::FailureLedger;
+use super::{check_basic, AccessClass, AccessControl, AccountsChanged, Grant, Policy, Refusal};
 use crate::file_watch::{fingerprint, DirWatch};
 
 /// How long after a file-system event the file is read (editors write in steps).
@@ -29,6 +31,18 @@ pub struct ReloadAccounts;
 #[rtype(result = "Arc<Accounts>")]
 pub struct CurrentAccounts;
 
+/// Decides an HTTP request of a restricted class (the HTTP port's `status` and `probe`):
+/// HTTP Basic credentials are an access key and its secret key.
+#[derive(Debug, Message)]
+#[rtype(result = "Result<Grant, Refusal>")]
+pub struct CheckHttp {
+    pub class: AccessClass,
+    pub policy: Policy,
+    pub ip: IpAddr,
+    /// `(access key, secret key)` of an `Authorization: Basic` header.
+    pub basic: Option<(String, String)>,
+}
+
 #[derive(Debug, Message)]
 #[rtype(result = "()")]
 struct FileChanged;
@@ -42,6 +56,9 @@ pub struct AccessGuard {
     watch: DirWatch,
     check_every: Duration,
     checking: bool,
+    /// Failed HTTP credential checks by source (the connection threads keep their own for
+    /// remoting requests).
+    http_failures: FailureLedger,
 }
 
 impl AccessGuard {
@@ -51,6 +68,7 @@ impl AccessGuard {
         path: PathBuf,
         accounts: Arc<Accounts>,
         subscribers: Vec<Recipient<AccountsChanged>>,
+        control: &AccessControl,
         check_every: Duration,
     ) -> Self {
         Self {
@@ -61,6 +79,7 @@ impl AccessGuard {
             watch: DirWatch::default(),
             check_every,
             checking: false,
+            http_failures: FailureLedger::new(control.max_failures, control.failure_window),
         }
     }
 
@@ -191,5 +210,29 @@ impl Handler<CurrentAccounts> for AccessGuard {
 
     fn handle(&mut self, _: CurrentAccounts, _: &mut Context<Self>) -> Self::Result {
         MessageResult(Arc::clone(&self.accounts))
+    }
+}
+
+impl Handler<CheckHttp> for AccessGuard {
+    type Result = Result<Grant, Refusal>;
+
+    fn handle(&mut self, msg: CheckHttp, _: &mut Context<Self>) -> Self::Result {
+        let now = Instant::now();
+        let blocked = self.http_failures.blocked(msg.ip, now);
+        let basic = msg.basic.as_ref().map(|(k, s)| (k.as_str(), s.as_str()));
+        let decided = check_basic(
+            &msg.policy,
+            msg.class,
+            &self.accounts,
+            msg.ip,
+            basic,
+            blocked,
+        );
+        if let Err(refusal) = decided {
+            if refusal.is_failed_attempt() {
+                self.http_failures.failed(msg.ip, now);
+            }
+        }
+        decided
     }
 }

@@ -1,0 +1,146 @@
+//! Access control on the HTTP port (docs/access.md#the-http-port): `/` and `/api/...` are the
+//! `status` class, every other path the `probe` class. `networks` is checked here against the
+//! client's address; `signed` means HTTP Basic credentials (an access key and its secret key),
+//! which the `AccessGuard` actor checks against the accounts it owns, counting failed attempts
+//! per source. Refusals: 401 with a Basic challenge when credentials are missing or wrong, 403
+//! when the address or the account may not, 429 after too many failed attempts.
+
+use std::net::IpAddr;
+
+use actix_web::body::{BoxBody, MessageBody};
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::http::header::{self, ContentType};
+use actix_web::middleware::Next;
+use actix_web::{web, HttpResponse};
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine;
+use rmq_actors::access::guard::CheckHttp;
+use rmq_actors::access::{check_basic, AccessClass, Accounts, Refusal};
+use rmq_actors::limits::{Limit, Refused};
+
+use super::Observed;
+
+/// The class of a request path.
+pub(crate) fn class_of(path: &str) -> AccessClass {
+    if path == "/" || path == "/api" || path.starts_with("/api/") {
+        AccessClass::Status
+    } else {
+        AccessClass::Probe
+    }
+}
+
+/// The middleware: decides every request before its handler runs.
+pub(crate) async fn enforce(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
+    let Some(observed) = req.app_data::<web::Data<Observed>>().cloned() else {
+        return next
+            .call(req)
+            .await
+            .map(ServiceResponse::map_into_boxed_body);
+    };
+    let class = class_of(req.path());
+    let policy = observed.access.policies.of(class).clone();
+    if policy.is_open() {
+        return next
+            .call(req)
+            .await
+            .map(ServiceResponse::map_into_boxed_body);
+    }
+    let Some(ip) = req.peer_addr().map(|a| a.ip()) else {
+        return Ok(req.into_response(refusal_response(Refusal::AddressNotAllowed, class, None)));
+    };
+    let basic = basic_credentials(&req);
+    let decided = match (&observed.access_guard, policy.signed) {
+        (Some(guard), _) => guard
+            .send(CheckHttp {
+                class,
+                policy,
+                ip,
+                basic,
+            })
+            .await
+            .unwrap_or(Err(Refusal::UnknownAccessKey)),
+        // Networks only (a signed class needs the ACL file, hence the guard): no accounts.
+        (None, _) => check_basic(
+            &policy,
+            class,
+            &Accounts::default(),
+            ip,
+            basic.as_ref().map(|(k, s)| (k.as_str(), s.as_str())),
+            false,
+        ),
+    };
+    match decided {
+        Ok(_) => next
+            .call(req)
+            .await
+            .map(ServiceResponse::map_into_boxed_body),
+        Err(refusal) => {
+            observed.limits.do_send(Refused {
+                limit: Limit::Access,
+                source: Some(ip),
+                detail: format!(
+                    "HTTP {} {} refused: {}",
+                    class.name(),
+                    rmq_actors::logging::Clipped(req.path()),
+                    refusal.name()
+                ),
+            });
+            Ok(req.into_response(refusal_response(refusal, class, Some(ip))))
+        }
+    }
+}
+
+/// The `Authorization: Basic` credentials of a request, if well formed.
+fn basic_credentials(req: &ServiceRequest) -> Option<(String, String)> {
+    let value = req.headers().get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, encoded) = value.trim().split_once(' ')?;
+    if !scheme.eq_ignore_ascii_case("basic") || encoded.len() > 4096 {
+        return None;
+    }
+    let decoded = STANDARD.decode(encoded.trim()).ok()?;
+    let text = String::from_utf8(decoded).ok()?;
+    let (key, secret) = text.split_once(':')?;
+    Some((key.to_owned(), secret.to_owned()))
+}
+
+fn refusal_response(refusal: Refusal, class: AccessClass, ip: Option<IpAddr>) -> HttpResponse {
+    let remark = match (refusal, ip) {
+        (Refusal::NoSignature, _) => format!(
+            "[access] credentials needed: {} pages take HTTP Basic with an access key and its secret key",
+            class.name()
+        ),
+        (_, Some(ip)) => refusal.remark(class, ip),
+        (_, None) => "[access] the client's address is unknown".to_owned(),
+    };
+    let mut response = match refusal {
+        Refusal::NoSignature | Refusal::UnknownAccessKey | Refusal::BadSignature => {
+            let mut r = HttpResponse::Unauthorized();
+            r.insert_header((header::WWW_AUTHENTICATE, "Basic realm=\"rmq-namesrv\""));
+            r
+        }
+        Refusal::TooManyFailures => HttpResponse::TooManyRequests(),
+        Refusal::AddressNotAllowed | Refusal::NotAdmin | Refusal::Disabled => {
+            HttpResponse::Forbidden()
+        }
+    };
+    response
+        .content_type(ContentType::plaintext())
+        .body(format!("{remark}\n"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_status_page_and_its_json_are_the_status_class() {
+        assert_eq!(class_of("/"), AccessClass::Status);
+        assert_eq!(class_of("/api/status"), AccessClass::Status);
+        assert_eq!(class_of("/metrics"), AccessClass::Probe);
+        assert_eq!(class_of("/rocketmq/nsaddr"), AccessClass::Probe);
+        assert_eq!(class_of("/apis"), AccessClass::Probe);
+    }
+}
