@@ -37,21 +37,6 @@ impl fmt::Display for ClippedOpt<'_> {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn short_text_is_shown_whole_long_text_clipped_with_its_length() {
-        assert_eq!(Clipped("abc").to_string(), "\"abc\"");
-        let long = "é".repeat(10_000);
-        let shown = Clipped(&long).to_string();
-        assert!(shown.len() < CLIP_BYTES + 40, "{shown}");
-        assert!(shown.ends_with("… (20000 bytes)"), "{shown}");
-        assert_eq!(ClippedOpt(None).to_string(), "-");
-    }
-}
-
 /// A writer to `path` rotated daily and at `max_file_size` bytes, `max_files` files kept (the
 /// current one included; rotated copies are `path.1`, the newest, on), written by a background
 /// thread named `thread` so that a slow disk never stalls an actor. At 128,000 queued lines new
@@ -79,4 +64,19 @@ pub fn rotating_file(
             .thread_name(thread)
             .finish(appender),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_text_is_shown_whole_long_text_clipped_with_its_length() {
+        assert_eq!(Clipped("abc").to_string(), "\"abc\"");
+        let long = "é".repeat(10_000);
+        let shown = Clipped(&long).to_string();
+        assert!(shown.len() < CLIP_BYTES + 40, "{shown}");
+        assert!(shown.ends_with("… (20000 bytes)"), "{shown}");
+        assert_eq!(ClippedOpt(None).to_string(), "-");
+    }
 }
