@@ -10,6 +10,12 @@
 // with TLS (the library's WithTls option; it never verifies the server's
 // certificate: internal/remote/tcp_conn.go sets InsecureSkipVerify).
 //
+// --ak/--sk (any subcommand) give the client ACL credentials
+// (primitive.Credentials through the WithCredentials option of the producer,
+// the consumer and the admin): the library then signs every request to the
+// NameServer (namesrvs.SetCredentials -> remote.ACLInterceptor, AccessKey and
+// Signature ext fields) and to the brokers.
+//
 // Every subcommand prints exactly one result line on stdout, a JSON object
 // ({"peer":"go","cmd":...,"ok":true|false,...}); the client library's own
 // logging goes to stderr at level "error" unless --log-level says otherwise.
@@ -44,6 +50,7 @@ common flags: --log-level error|warn|info|debug (client library log level, defau
               --log-file PATH (send the client library log to PATH instead of stderr)
               --tls (TLS to the NameServer and the brokers; the client library accepts any
               server certificate: it dials with InsecureSkipVerify and has no CA option)
+              --ak AK --sk SK (ACL credentials: sign every request, NameServer and brokers)
 --namesrv defaults to $NAMESRV_ADDR, then 127.0.0.1:9876; addresses are separated by ';'.`
 
 type common struct {
@@ -53,6 +60,8 @@ type common struct {
 	logFile  string
 	timeout  time.Duration
 	tls      bool
+	ak       string
+	sk       string
 }
 
 func (c *common) register(fs *flag.FlagSet, defTimeout time.Duration) {
@@ -66,6 +75,18 @@ func (c *common) register(fs *flag.FlagSet, defTimeout time.Duration) {
 	fs.StringVar(&c.logFile, "log-file", "", "write the client library log to this file")
 	fs.DurationVar(&c.timeout, "timeout", defTimeout, "overall deadline")
 	fs.BoolVar(&c.tls, "tls", false, "TLS to the NameServer and brokers (server certificate not verified by the library)")
+	fs.StringVar(&c.ak, "ak", "", "ACL access key (with --sk: requests are signed)")
+	fs.StringVar(&c.sk, "sk", "", "ACL secret key")
+}
+
+// credentials are the ACL credentials of --ak/--sk (empty: no signing).
+func (c *common) credentials() primitive.Credentials {
+	return primitive.Credentials{AccessKey: c.ak, SecretKey: c.sk}
+}
+
+// signed tells whether requests are signed (both --ak and --sk given).
+func (c *common) signed() bool {
+	return c.ak != "" && c.sk != ""
 }
 
 func (c *common) addrs() []string {
@@ -90,6 +111,10 @@ func (c *common) setupLogging() {
 func (c *common) check(fs *flag.FlagSet) {
 	if c.topic == "" || len(c.addrs()) == 0 {
 		fmt.Fprintf(os.Stderr, "%s: --topic and --namesrv are required\n%s\n", fs.Name(), usage)
+		os.Exit(2)
+	}
+	if (c.ak == "") != (c.sk == "") {
+		fmt.Fprintf(os.Stderr, "%s: --ak and --sk go together\n%s\n", fs.Name(), usage)
 		os.Exit(2)
 	}
 }
@@ -133,14 +158,18 @@ func runProduce(args []string) {
 	}
 
 	start := time.Now()
-	fields := map[string]interface{}{"cmd": "produce", "topic": c.topic, "namesrv": c.namesrv, "requested": *count, "prefix": *prefix, "tls": c.tls}
-	p, err := producer.NewDefaultProducer(
+	fields := map[string]interface{}{"cmd": "produce", "topic": c.topic, "namesrv": c.namesrv, "requested": *count, "prefix": *prefix, "tls": c.tls, "signed": c.signed()}
+	popts := []producer.Option{
 		producer.WithNsResolver(primitive.NewPassthroughResolver(c.addrs())),
 		producer.WithGroupName(*group),
 		producer.WithRetry(2),
-		producer.WithSendMsgTimeout(5*time.Second),
+		producer.WithSendMsgTimeout(5 * time.Second),
 		producer.WithTls(c.tls),
-	)
+	}
+	if c.signed() {
+		popts = append(popts, producer.WithCredentials(c.credentials()))
+	}
+	p, err := producer.NewDefaultProducer(popts...)
 	if err == nil {
 		err = p.Start()
 	}
@@ -209,20 +238,24 @@ func runConsume(args []string) {
 	c.setupLogging()
 
 	start := time.Now()
-	fields := map[string]interface{}{"cmd": "consume", "topic": c.topic, "group": *group, "namesrv": c.namesrv, "requested": *count, "tls": c.tls}
+	fields := map[string]interface{}{"cmd": "consume", "topic": c.topic, "group": *group, "namesrv": c.namesrv, "requested": *count, "tls": c.tls, "signed": c.signed()}
 	var mu sync.Mutex
 	seen := map[string]bool{}
 	deliveries := 0
 	done := make(chan struct{})
 	var once sync.Once
 
-	pc, err := consumer.NewPushConsumer(
+	copts := []consumer.Option{
 		consumer.WithNsResolver(primitive.NewPassthroughResolver(c.addrs())),
 		consumer.WithGroupName(*group),
 		consumer.WithConsumerModel(consumer.Clustering),
 		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset),
 		consumer.WithTls(c.tls),
-	)
+	}
+	if c.signed() {
+		copts = append(copts, consumer.WithCredentials(c.credentials()))
+	}
+	pc, err := consumer.NewPushConsumer(copts...)
 	if err == nil {
 		err = pc.Subscribe(c.topic, consumer.MessageSelector{}, func(ctx context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
 			mu.Lock()
@@ -280,8 +313,12 @@ func runRoute(args []string) {
 	c.setupLogging()
 
 	start := time.Now()
-	fields := map[string]interface{}{"cmd": "route", "topic": c.topic, "namesrv": c.namesrv, "expect": *expect, "tls": c.tls}
-	adm, err := admin.NewAdmin(admin.WithResolver(primitive.NewPassthroughResolver(c.addrs())), admin.WithTls(c.tls))
+	fields := map[string]interface{}{"cmd": "route", "topic": c.topic, "namesrv": c.namesrv, "expect": *expect, "tls": c.tls, "signed": c.signed()}
+	aopts := []admin.AdminOption{admin.WithResolver(primitive.NewPassthroughResolver(c.addrs())), admin.WithTls(c.tls)}
+	if c.signed() {
+		aopts = append(aopts, admin.WithCredentials(c.credentials()))
+	}
+	adm, err := admin.NewAdmin(aopts...)
 	if err != nil {
 		fields["error"] = err.Error()
 		result(false, fields)

@@ -12,6 +12,10 @@ import java.util.Properties;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
+import org.apache.rocketmq.acl.common.AclClientRPCHook;
+import org.apache.rocketmq.acl.common.SessionCredentials;
+import org.apache.rocketmq.client.exception.MQBrokerException;
+import org.apache.rocketmq.client.exception.MQClientException;
 import org.apache.rocketmq.remoting.protocol.body.ClusterInfo;
 import org.apache.rocketmq.remoting.protocol.body.HARuntimeInfo;
 import org.apache.rocketmq.remoting.protocol.body.KVTable;
@@ -24,12 +28,22 @@ import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
 /**
  * NameServer admin operations through DefaultMQAdminExt (rocketmq-tools 5.x, what mqadmin uses).
  *
- *   Admin --namesrv 'a;b' OP [ARGS...]     one operation; exit 0 when it succeeded
- *   Admin --namesrv 'a;b' --batch          one operation per stdin line (blank and # lines
- *                                          skipped); exit 0 once all ran, whatever their result
+ *   Admin --namesrv 'a;b' [--ak AK --sk SK] OP [ARGS...]   one operation; exit 0 when it succeeded
+ *   Admin --namesrv 'a;b' [--ak AK --sk SK] --batch        one operation per stdin line (blank and
+ *                                          # lines skipped); exit 0 once all ran, whatever their result
+ *
+ * --ak/--sk: every request is signed as mqadmin does with ACL credentials, by
+ * new DefaultMQAdminExt(new AclClientRPCHook(new SessionCredentials(AK, SK)), timeout) (ext fields
+ * AccessKey and Signature); without them there is no RPC hook at all.
  *
  * Each operation prints one line: RESULT {"peer":"admin","op":OP,"ok":..,...}; a failed call has
- * "code" (the RocketMQ response code, -1 if none) and "error". Operations:
+ * "code" (the RocketMQ response code, -1 if none), "error" and, when the server answered with an
+ * error, "remark" (its remark, as MQClientException/MQBrokerException.getErrorMessage() hold it)
+ * and "exception" (the class of that exception). Operations:
+ *
+ *   credentials AK SK | credentials -  from here on use another DefaultMQAdminExt (its own client
+ *                                    instance) signing with AK/SK, or with no RPC hook ("-");
+ *                                    -> accessKey (the secret is never printed)
  *
  *   clusterList                      examineBrokerClusterInfo -> clusters, brokers
  *   clusterWait BROKER IDS SECONDS   repeat clusterList (every 250 ms, at most SECONDS) until broker
@@ -52,33 +66,60 @@ import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
 public final class Admin {
     private static final String PEER = "admin";
 
-    private final DefaultMQAdminExt admin;
+    private final String namesrv;
     private final List<String> namesrvs;
+    /** Every admin started (shut down at exit); the last one is in use. */
+    private final List<DefaultMQAdminExt> started = new ArrayList<>();
+    private DefaultMQAdminExt admin;
 
-    private Admin(DefaultMQAdminExt admin, List<String> namesrvs) {
-        this.admin = admin;
-        this.namesrvs = namesrvs;
+    private Admin(String namesrv) {
+        this.namesrv = namesrv;
+        this.namesrvs = Arrays.asList(namesrv.split(";"));
+    }
+
+    /**
+     * Starts a DefaultMQAdminExt signing with (ak, sk) through AclClientRPCHook, or without an RPC
+     * hook when ak is null, and makes it the one in use. Each gets its own instance name, hence
+     * its own client instance (MQClientManager keys them by client id, and the hook is the
+     * instance's).
+     */
+    private void use(String ak, String sk) throws MQClientException {
+        DefaultMQAdminExt ext = ak == null ? new DefaultMQAdminExt(5000)
+            : new DefaultMQAdminExt(new AclClientRPCHook(new SessionCredentials(ak, sk)), 5000);
+        ext.setNamesrvAddr(namesrv);
+        ext.setInstanceName("interop-admin-" + ProcessHandle.current().pid() + "-" + started.size());
+        started.add(ext);
+        ext.start();
+        admin = ext;
+    }
+
+    private void shutdownAll() {
+        for (DefaultMQAdminExt ext : started) {
+            ext.shutdown();
+        }
     }
 
     public static void main(String[] argv) throws Exception {
         Util.Args args = new Util.Args(argv);
         String namesrv;
+        String ak = args.get("ak", null);
+        String sk = args.get("sk", null);
         try {
             namesrv = args.require("namesrv");
             if (!args.flag("batch") && args.positional.isEmpty()) {
                 throw new IllegalArgumentException("OP [ARGS...] or --batch");
             }
+            if ((ak == null) != (sk == null)) {
+                throw new IllegalArgumentException("--ak and --sk go together");
+            }
         } catch (RuntimeException e) {
             Util.usage(PEER, e.getMessage());
             return;
         }
-        DefaultMQAdminExt ext = new DefaultMQAdminExt(5000);
-        ext.setNamesrvAddr(namesrv);
-        ext.setInstanceName("interop-admin-" + ProcessHandle.current().pid());
+        Admin a = new Admin(namesrv);
         int exit;
         try {
-            ext.start();
-            Admin a = new Admin(ext, Arrays.asList(namesrv.split(";")));
+            a.use(ak, sk);
             if (args.flag("batch")) {
                 BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
                 String line;
@@ -93,9 +134,28 @@ public final class Admin {
                 exit = a.run(args.positional);
             }
         } catch (Exception e) {
-            exit = Util.emit(PEER, Util.failure(e));
+            exit = Util.emit(PEER, failure(e));
         }
-        Util.exit(exit, ext::shutdown);
+        Util.exit(exit, a::shutdownAll);
+    }
+
+    /**
+     * Util.failure plus what the server answered: "remark" and "exception" of the first
+     * MQClientException (with a response code) or MQBrokerException in the cause chain.
+     */
+    private static Util.Obj failure(Throwable t) {
+        Util.Obj r = Util.failure(t);
+        for (Throwable c = t; c != null; c = c.getCause() == c ? null : c.getCause()) {
+            if (c instanceof MQClientException && ((MQClientException) c).getResponseCode() != -1) {
+                return r.with("remark", ((MQClientException) c).getErrorMessage())
+                    .with("exception", c.getClass().getSimpleName());
+            }
+            if (c instanceof MQBrokerException) {
+                return r.with("remark", ((MQBrokerException) c).getErrorMessage())
+                    .with("exception", c.getClass().getSimpleName());
+            }
+        }
+        return r;
     }
 
     /** Runs one operation, prints its result line, returns 0 if it succeeded. */
@@ -109,7 +169,7 @@ public final class Admin {
         } catch (IllegalArgumentException e) {
             r = Util.obj().with("ok", false).with("code", -1).with("error", "usage: " + e.getMessage());
         } catch (Exception e) {
-            r = Util.failure(e);
+            r = failure(e);
         }
         Util.Obj line = Util.obj().with("op", op);
         line.putAll(r);
@@ -118,6 +178,15 @@ public final class Admin {
 
     private Util.Obj call(String op, List<String> a) throws Exception {
         switch (op) {
+            case "credentials": {
+                if (a.size() == 1 && a.get(0).equals("-")) {
+                    use(null, null);
+                    return Util.obj().with("accessKey", null);
+                }
+                need(a, 2, op + " AK SK | " + op + " -");
+                use(a.get(0), a.get(1));
+                return Util.obj().with("accessKey", a.get(0));
+            }
             case "clusterList":
                 need(a, 0, op);
                 return clusterInfo(admin.examineBrokerClusterInfo());
