@@ -220,10 +220,15 @@ impl NameServer {
             tls: server_tls.as_ref().map(|t| Arc::clone(&t.config)),
             proxy: Arc::new(config.proxy_protocol.clone()),
             handshake_timeout: config.tls.handshake_timeout,
+            // A broker connects about 10 s before its first registration: silence until the
+            // idle timeout is normal, as on Java's port.
+            first_byte_timeout: config.server.idle_timeout(),
         };
         // The HTTP port admits as the remoting port does (TLS mode, certificate), without PROXY.
+        // HTTP clients speak at once: a silent one gets the handshake timeout, not the idle one.
         let http_door = FrontDoor {
             proxy: Arc::new(ProxyProtocolSettings::default()),
+            first_byte_timeout: Some(config.tls.handshake_timeout),
             ..front_door.clone()
         };
         let listener = Listener::create(|_ctx| {

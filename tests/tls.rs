@@ -198,12 +198,19 @@ async fn closed_within(stream: &mut TcpStream, limit: Duration) -> Option<Vec<u8
 async fn silent_and_garbage_handshakes_close_only_their_connection() {
     let pki = Pki::new(&test_dir("tls-timeout"));
     let cert = pki.issue("server", 10);
-    let server = start(serving(TlsMode::Permissive, &cert));
+    let mut config = test_config();
+    config.tls = serving(TlsMode::Permissive, &cert);
+    config.server.idle_timeout = Duration::from_millis(1500);
+    let server = start_server(config);
     let verified = client(Some(&pki.ca_path), None);
     let mut healthy = ask(&server, Some(&verified)).await.expect("served");
 
-    // Connected, nothing sent: closed after the handshake timeout (500 ms).
+    // Connected, nothing sent: still open past the handshake timeout (500 ms), as a broker
+    // that speaks later needs; closed at the idle timeout (1.5 s).
     let mut silent = TcpStream::connect(server.local_addr()).await.unwrap();
+    assert!(closed_within(&mut silent, Duration::from_millis(1000))
+        .await
+        .is_none());
     assert!(closed_within(&mut silent, Duration::from_secs(5))
         .await
         .is_some());

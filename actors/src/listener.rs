@@ -271,7 +271,7 @@ fn log_refusal(conn: ConnId, peer: SocketAddr, refused: &Refused) {
         Refused::Closed | Refused::Io(_) => {
             debug!(conn = %conn, peer = %peer, reason = %refused, "connection closed before its first frame")
         }
-        Refused::Timeout(_) | Refused::Handshake(_) => {
+        Refused::Timeout(_) | Refused::Silent(_) | Refused::Handshake(_) => {
             info!(conn = %conn, peer = %peer, reason = %refused, "connection closed")
         }
         _ => warn!(conn = %conn, peer = %peer, reason = %refused, "connection refused"),

@@ -9,8 +9,8 @@
 //!    request. A connect or first request that fails (the generator's or the server's fd limit, a
 //!    refused or timed-out connect, a closed connection, an error code) is counted by its error,
 //!    never fatal. With `--silent` nothing is sent: then the server holds connections that never
-//!    spoke (ours, in TLS mode "permissive", the default, waits for the first byte to tell TLS
-//!    from plaintext and closes a connection silent for `tls.handshake_timeout`, 10 s).
+//!    spoke (ours waits for the first byte to tell TLS from plaintext, as long as
+//!    `server.idle_timeout`, 120 s, like Java's idle close).
 //! 3. After `--settle` with every connection idle: the server's RSS again (bytes per idle
 //!    connection = RSS growth / connections open), and how many the server closed meanwhile.
 //! 4. Polling: every connection sends one GET_ROUTEINFO_BY_TOPIC (Java 5.x client request) per

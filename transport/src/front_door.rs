@@ -1,5 +1,6 @@
 //! The front door of a server port: what happens to a new connection before its first frame.
-//! In order, within `handshake_timeout`:
+//! First its first byte, within `first_byte_timeout` (the idle timeout: a client may connect
+//! well before it speaks, as Java brokers do). Then, in order, within `handshake_timeout`:
 //!
 //! 1. **PROXY header** (unless the mode is off): the first bytes are compared with the v1 and v2
 //!    signatures. A header is accepted only from a trusted source network; its client address
@@ -44,7 +45,13 @@ pub struct FrontDoor {
     /// The TLS configuration; `None` when there is no certificate to serve.
     pub tls: Option<Arc<ServerConfig>>,
     pub proxy: Arc<ProxyProtocolSettings>,
+    /// Bounds the PROXY header and the TLS handshake, from the connection's first byte.
     pub handshake_timeout: Duration,
+    /// How long a new connection may stay silent before its first byte; `None`: as long as it
+    /// likes. A client may connect well before it speaks (a Java broker opens its NameServer
+    /// connections about 10 s before its first registration), so this is the idle timeout,
+    /// not the handshake timeout.
+    pub first_byte_timeout: Option<Duration>,
 }
 
 impl std::fmt::Debug for FrontDoor {
@@ -54,6 +61,7 @@ impl std::fmt::Debug for FrontDoor {
             .field("tls", &self.tls.is_some())
             .field("proxy", &self.proxy)
             .field("handshake_timeout", &self.handshake_timeout)
+            .field("first_byte_timeout", &self.first_byte_timeout)
             .finish()
     }
 }
@@ -72,6 +80,8 @@ pub struct Admitted {
 pub enum Refused {
     #[error("no PROXY header or TLS handshake within {0:?}")]
     Timeout(Duration),
+    #[error("nothing sent within {0:?} of connecting")]
+    Silent(Duration),
     #[error("closed by the peer before its first frame")]
     Closed,
     #[error("plaintext connection refused: TLS is enforced")]
@@ -93,8 +103,21 @@ pub enum Refused {
 }
 
 impl FrontDoor {
-    /// Runs the front door for a new connection from `peer`.
+    /// Runs the front door for a new connection from `peer`: waits (up to
+    /// `first_byte_timeout`) for its first byte, then gives the PROXY header and the TLS
+    /// handshake `handshake_timeout`.
     pub async fn admit(&self, stream: TcpStream, peer: SocketAddr) -> Result<Admitted, Refused> {
+        let mut byte = [0u8; 1];
+        let first = stream.peek(&mut byte);
+        let peeked = match self.first_byte_timeout {
+            Some(limit) => tokio::time::timeout(limit, first)
+                .await
+                .map_err(|_| Refused::Silent(limit))?,
+            None => first.await,
+        };
+        if peeked? == 0 {
+            return Err(Refused::Closed);
+        }
         match tokio::time::timeout(self.handshake_timeout, self.enter(stream, peer)).await {
             Ok(admitted) => admitted,
             Err(_) => Err(Refused::Timeout(self.handshake_timeout)),
@@ -281,6 +304,7 @@ mod tests {
         FrontDoor {
             mode,
             tls: None,
+            first_byte_timeout: Some(Duration::from_secs(120)),
             proxy: Arc::new(ProxyProtocolSettings {
                 mode: proxy,
                 trusted_networks: vec!["127.0.0.0/8".parse().unwrap()],
@@ -374,11 +398,35 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn a_silent_connection_times_out() {
+    async fn a_silent_connection_waits_for_the_idle_timeout_not_the_handshake_timeout() {
         let (_client, server, peer) = pair().await;
         let refused = door(TlsMode::Permissive, ProxyMode::Off)
             .admit(server, peer)
             .await;
+        assert!(matches!(refused, Err(Refused::Silent(d)) if d == Duration::from_secs(120)));
+    }
+
+    #[tokio::test]
+    async fn a_client_that_speaks_after_the_handshake_timeout_is_admitted() {
+        let (mut client, server, peer) = pair().await;
+        let door = door(TlsMode::Permissive, ProxyMode::Optional);
+        let speak_late = async {
+            // Longer than the door's 2 s handshake timeout, as a broker's first registration.
+            tokio::time::sleep(Duration::from_millis(2500)).await;
+            client.write_all(b"\0\0\0\x05hello").await.unwrap();
+        };
+        let (admitted, ()) = tokio::join!(door.admit(server, peer), speak_late);
+        assert!(matches!(admitted, Ok(Admitted { tls: false, .. })));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_started_proxy_header_must_finish_within_the_handshake_timeout() {
+        let (mut client, server, peer) = pair().await;
+        client.write_all(b"PROXY TCP4 10.1.2.3").await.unwrap();
+        let refused = door(TlsMode::Permissive, ProxyMode::Optional)
+            .admit(server, peer)
+            .await;
         assert!(matches!(refused, Err(Refused::Timeout(_))));
+        drop(client);
     }
 }
