@@ -165,10 +165,22 @@ async fn files_rotate_by_size_keep_max_files_and_are_flushed_at_exit() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     names.sort();
+    // The audit log (docs/access.md) lives beside the logs, one JSON line per KV write.
     assert_eq!(
         names,
-        ["rmq-namesrv.log", "rmq-namesrv.log.1", "rmq-namesrv.log.2"]
+        [
+            "audit.log",
+            "rmq-namesrv.log",
+            "rmq-namesrv.log.1",
+            "rmq-namesrv.log.2"
+        ]
     );
+    let audit = std::fs::read_to_string(logs.join("audit.log")).unwrap();
+    assert_eq!(audit.lines().count(), 100, "{audit}");
+    assert!(audit
+        .lines()
+        .all(|l| l.contains("\"request\":\"PUT_KV_CONFIG\"")));
+    names.retain(|n| n != "audit.log");
     let mut first_stamps = Vec::new();
     let mut all = String::new();
     // Oldest first: .2, .1, the current file.
