@@ -198,22 +198,24 @@ async fn closed_within(stream: &mut TcpStream, limit: Duration) -> Option<Vec<u8
 async fn silent_and_garbage_handshakes_close_only_their_connection() {
     let pki = Pki::new(&test_dir("tls-timeout"));
     let cert = pki.issue("server", 10);
-    let mut config = test_config();
-    config.tls = serving(TlsMode::Permissive, &cert);
-    config.server.idle_timeout = Duration::from_millis(1500);
-    let server = start_server(config);
+    let server = start(serving(TlsMode::Permissive, &cert));
     let verified = client(Some(&pki.ca_path), None);
     let mut healthy = ask(&server, Some(&verified)).await.expect("served");
 
     // Connected, nothing sent: still open past the handshake timeout (500 ms), as a broker
-    // that speaks later needs; closed at the idle timeout (1.5 s).
-    let mut silent = TcpStream::connect(server.local_addr()).await.unwrap();
+    // that speaks later needs; closed at the idle timeout (1.5 s on a server of its own).
+    let mut config = test_config();
+    config.tls = serving(TlsMode::Permissive, &cert);
+    config.server.idle_timeout = Duration::from_millis(1500);
+    let short_idle = start_server(config);
+    let mut silent = TcpStream::connect(short_idle.local_addr()).await.unwrap();
     assert!(closed_within(&mut silent, Duration::from_millis(1000))
         .await
         .is_none());
     assert!(closed_within(&mut silent, Duration::from_secs(5))
         .await
         .is_some());
+    short_idle.stop().await;
 
     // A handshake that stops half-way: closed too.
     let mut stalled = TcpStream::connect(server.local_addr()).await.unwrap();
