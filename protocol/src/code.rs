@@ -39,6 +39,25 @@ impl RequestCode {
     /// never answered by one.
     pub const NOTIFY_MIN_BROKER_ID_CHANGE: Self = Self(905);
 
+    // The 5.x controller's codes (docs/controller.md, `controller.rs`). A Java NameServer does not
+    // answer them on its own port, even with `enableControllerInNamesrv`: the embedded controller
+    // listens on its own address.
+    pub const CONTROLLER_ALTER_SYNC_STATE_SET: Self = Self(1001);
+    pub const CONTROLLER_ELECT_MASTER: Self = Self(1002);
+    pub const CONTROLLER_REGISTER_BROKER: Self = Self(1003);
+    pub const CONTROLLER_GET_REPLICA_INFO: Self = Self(1004);
+    pub const CONTROLLER_GET_METADATA_INFO: Self = Self(1005);
+    pub const CONTROLLER_GET_SYNC_STATE_DATA: Self = Self(1006);
+    /// Sent by admin tools to a broker, not to the controller.
+    pub const GET_BROKER_EPOCH_CACHE: Self = Self(1007);
+    /// Sent by the controller to brokers.
+    pub const NOTIFY_BROKER_ROLE_CHANGED: Self = Self(1008);
+    pub const UPDATE_CONTROLLER_CONFIG: Self = Self(1009);
+    pub const GET_CONTROLLER_CONFIG: Self = Self(1010);
+    pub const CLEAN_BROKER_DATA: Self = Self(1011);
+    pub const CONTROLLER_GET_NEXT_BROKER_ID: Self = Self(1012);
+    pub const CONTROLLER_APPLY_BROKER_ID: Self = Self(1013);
+
     /// Every request code a 5.x NameServer answers (docs/protocol.md#request-codes), in numeric
     /// order.
     pub const NAMESRV_CODES: [Self; 23] = [
@@ -94,6 +113,19 @@ impl RequestCode {
             901 => "GET_BROKER_MEMBER_GROUP",
             904 => "BROKER_HEARTBEAT",
             905 => "NOTIFY_MIN_BROKER_ID_CHANGE",
+            1001 => "CONTROLLER_ALTER_SYNC_STATE_SET",
+            1002 => "CONTROLLER_ELECT_MASTER",
+            1003 => "CONTROLLER_REGISTER_BROKER",
+            1004 => "CONTROLLER_GET_REPLICA_INFO",
+            1005 => "CONTROLLER_GET_METADATA_INFO",
+            1006 => "CONTROLLER_GET_SYNC_STATE_DATA",
+            1007 => "GET_BROKER_EPOCH_CACHE",
+            1008 => "NOTIFY_BROKER_ROLE_CHANGED",
+            1009 => "UPDATE_CONTROLLER_CONFIG",
+            1010 => "GET_CONTROLLER_CONFIG",
+            1011 => "CLEAN_BROKER_DATA",
+            1012 => "CONTROLLER_GET_NEXT_BROKER_ID",
+            1013 => "CONTROLLER_APPLY_BROKER_ID",
             _ => return None,
         })
     }

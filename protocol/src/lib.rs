@@ -25,6 +25,7 @@ pub mod body;
 pub mod code;
 pub mod codec;
 pub mod command;
+pub mod controller;
 pub mod custom_headers;
 pub mod fastjson;
 pub mod header_codec;
