@@ -20,7 +20,7 @@ use rmq_protocol::fastjson::{self, JsonStyle};
 use rmq_protocol::{RemotingCommand, RequestCode};
 
 use crate::access::audit::{audited, AuditEvent};
-use crate::access::AccessControl;
+use crate::access::{AccessClass, AccessControl};
 use crate::kv::KvStore;
 use crate::limits::Limits;
 use crate::messages::*;
@@ -153,7 +153,9 @@ fn route(
     let cached_route = code == C::GET_ROUTEINFO_BY_TOPIC && to.product_env.is_none();
     #[cfg(debug_assertions)]
     let cached_route = cached_route || code == FAULT_INJECTION;
-    if !cached_route && code.name().is_some() {
+    // Only codes with a handler here wait for an actor (a named code we do not answer, such as
+    // the controller's, gets REQUEST_CODE_NOT_SUPPORTED even under overload).
+    if !cached_route && AccessClass::of(code).is_some() {
         out.admit(Class::of(code))?;
     }
     match code {
