@@ -587,3 +587,70 @@ async fn the_http_port_s_status_and_probe_classes() {
     assert_eq!(http_get(http, "/", None).await.0, 200);
     server.stop().await;
 }
+
+#[actix::test]
+async fn behind_a_proxy_the_client_s_address_is_judged_and_audited() {
+    use rmq_namesrv::config::{ProxyMode, ProxyProtocolSettings};
+    use rmq_namesrv::protocol::codec::{encode_frame, RemotingCodec};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio_util::codec::Decoder;
+
+    let dir = test_dir("access-proxy");
+    let mut config = test_config();
+    config.access.audit_log = dir.join("audit.log");
+    config.proxy_protocol = ProxyProtocolSettings {
+        mode: ProxyMode::Optional,
+        trusted_networks: vec!["127.0.0.0/8".parse().unwrap()],
+    };
+    // Admin writes only from 203.0.113.0/24: the balancer's own address (127.0.0.1) is not it.
+    config.access.admin_write.policy = Some(PolicyKind::Networks);
+    config.access.admin_write.networks = vec!["203.0.113.0/24".parse().unwrap()];
+    let server = start_server(config);
+
+    // One request after a PROXY v1 header naming `client`; its answer.
+    let send = |client: &'static str, key: &'static str| {
+        let addr = server.local_addr();
+        async move {
+            let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+            let mut bytes = format!("PROXY TCP4 {client} 127.0.0.1 40000 9876\r\n").into_bytes();
+            let mut frame = bytes::BytesMut::new();
+            encode_frame(&put_kv(key, "v").with_opaque(5), &mut frame).unwrap();
+            bytes.extend_from_slice(&frame);
+            stream.write_all(&bytes).await.unwrap();
+            let mut buf = bytes::BytesMut::new();
+            let mut codec = RemotingCodec::default();
+            let read = async {
+                loop {
+                    if let Ok(Some(cmd)) = codec.decode(&mut buf) {
+                        return cmd;
+                    }
+                    let mut chunk = [0u8; 4096];
+                    let n = stream.read(&mut chunk).await.unwrap();
+                    assert!(n > 0, "closed without an answer");
+                    buf.extend_from_slice(&chunk[..n]);
+                }
+            };
+            tokio::time::timeout(TIMEOUT, read)
+                .await
+                .expect("an answer")
+        }
+    };
+    assert_eq!(send("203.0.113.9", "from-inside").await.code, 0);
+    assert_refused(&send("198.51.100.7", "from-outside").await, "198.51.100.7");
+    // Without a header the balancer's address is the client's: outside too.
+    let mut direct = connect(&server).await;
+    assert_refused(
+        &ask(&mut direct, put_kv("direct", "v")).await,
+        "address not allowed",
+    );
+
+    let lines = audit_lines(&dir.join("audit.log"), 3).await;
+    let sources: Vec<&str> = lines
+        .iter()
+        .map(|l| l["source"].as_str().unwrap())
+        .collect();
+    assert!(sources[0].starts_with("203.0.113.9:"), "{sources:?}");
+    assert!(sources[1].starts_with("198.51.100.7:"), "{sources:?}");
+    assert_eq!(lines[1]["result"], "NO_PERMISSION");
+    server.stop().await;
+}
