@@ -222,12 +222,28 @@ pub const NO_EFFECT_KEYS: &[(&str, &str)] = &[
     ),
 ];
 
+/// Keys of Java's `ControllerConfig` (read from namesrv.properties when the controller runs in
+/// the NameServer) without the `controller`/`jRaft`/`metric` prefixes.
+const CONTROLLER_KEYS: &[&str] = &[
+    "electMasterMaxRetryCount",
+    "enableElectUncleanMaster",
+    "isProcessReadEvent",
+    "mappedFileSize",
+    "notifyBrokerRoleChanged",
+    "scanInactiveMasterInterval",
+];
+
 /// Why a Java property we do not map has no effect here: a known Java setting without an
 /// equivalent, a key of the embedded controller (not built), or a key we do not know.
 pub fn no_effect_reason(java: &str) -> &'static str {
     if let Some((_, reason)) = NO_EFFECT_KEYS.iter().find(|(key, _)| *key == java) {
         reason
-    } else if java.starts_with("controller") || java.starts_with("jRaft") {
+    } else if java.starts_with("controller")
+        || java.starts_with("jRaft")
+        || java.starts_with("jraft")
+        || java.starts_with("metric")
+        || CONTROLLER_KEYS.contains(&java)
+    {
         "a setting of the embedded controller, which is not built"
     } else {
         "not a NameServer setting this server knows (a typo?)"
@@ -389,4 +405,24 @@ pub fn apply_tls_properties(
             .clone_from(&tls.client.key_password);
     }
     Ok(updated)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn controller_keys_are_named_as_the_controller_s() {
+        for key in [
+            "enableControllerInNamesrv",
+            "controllerDLegerPeers",
+            "enableElectUncleanMaster",
+            "notifyBrokerRoleChanged",
+            "jRaftElectionTimeoutMs",
+            "metricsExporterType",
+        ] {
+            assert!(no_effect_reason(key).contains("controller"), "{key}");
+        }
+        assert!(no_effect_reason("listenPortt").contains("typo"));
+    }
 }
