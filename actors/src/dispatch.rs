@@ -76,21 +76,11 @@ pub enum Class {
 }
 
 impl Class {
+    /// Route and cluster queries, topic lists, KV reads (the `read` access class) and
+    /// GET_NAMESRV_CONFIG (`admin_read`) are reads; everything else is a write.
     pub fn of(code: RequestCode) -> Class {
-        use RequestCode as C;
-        match code {
-            C::GET_ROUTEINFO_BY_TOPIC
-            | C::GET_BROKER_CLUSTER_INFO
-            | C::GET_BROKER_MEMBER_GROUP
-            | C::GET_ALL_TOPIC_LIST_FROM_NAMESERVER
-            | C::GET_TOPICS_BY_CLUSTER
-            | C::GET_SYSTEM_TOPIC_LIST_FROM_NS
-            | C::GET_UNIT_TOPIC_LIST
-            | C::GET_HAS_UNIT_SUB_TOPIC_LIST
-            | C::GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST
-            | C::GET_KV_CONFIG
-            | C::GET_KVLIST_BY_NAMESPACE
-            | C::GET_NAMESRV_CONFIG => Class::Read,
+        match AccessClass::of(code) {
+            Some(AccessClass::Read | AccessClass::AdminRead) => Class::Read,
             _ => Class::Write,
         }
     }

@@ -18,12 +18,13 @@
 //!
 //! Everything else of those formats (topic and group permissions, data versions) has no
 //! meaning to a NameServer and is ignored. The parsed [`Accounts`] are an immutable snapshot;
-//! secrets are kept in [`Secret`], whose `Debug` prints nothing.
+//! secrets are kept in [`Secret`] (the transport's, for key passwords), whose `Debug` prints
+//! `***`.
 
 use std::collections::HashMap;
-use std::fmt;
 use std::path::Path;
 
+use rmq_transport::Secret;
 use serde::Deserialize;
 use serde_yaml_ng::Value;
 
@@ -31,26 +32,6 @@ use super::patterns::AddressPattern;
 
 /// ACL files larger than this are refused (accounts are a few hundred bytes each).
 pub const MAX_ACL_FILE_BYTES: u64 = 4 * 1024 * 1024;
-
-/// A secret key; never printed.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Secret(String);
-
-impl Secret {
-    pub fn new(text: impl Into<String>) -> Self {
-        Self(text.into())
-    }
-
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Secret(..)")
-    }
-}
 
 /// One account.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -283,43 +283,21 @@ pub fn check(
     cmd: &RemotingCommand,
     blocked: bool,
 ) -> Result<Grant, Refusal> {
-    let ip = patterns::canonical(ip);
-    if let Some(networks) = &policy.networks {
-        if !networks.iter().any(|net| net.contains(&ip)) {
-            return Err(Refusal::AddressNotAllowed);
-        }
-    }
-    if !policy.signed {
-        return Ok(Grant::default());
-    }
-    if accounts.globally_white(ip) {
-        return Ok(Grant::default());
-    }
-    let Some(access_key) = cmd.ext(ACCESS_KEY) else {
-        return Err(Refusal::NoSignature);
-    };
-    if blocked {
-        return Err(Refusal::TooManyFailures);
-    }
-    let account = accounts.get(access_key).ok_or(Refusal::UnknownAccessKey)?;
-    if !account.enabled {
-        return Err(Refusal::Disabled);
-    }
-    if !account.white.matches(ip) {
-        match signature::verify_command(cmd, account.secret.expose()) {
-            Ok(()) => {}
-            Err(SignatureError::Missing) => return Err(Refusal::NoSignature),
+    decide(
+        policy,
+        class,
+        accounts,
+        ip,
+        cmd.ext(ACCESS_KEY),
+        blocked,
+        |secret| match signature::verify_command(cmd, secret) {
+            Ok(()) => Ok(()),
+            Err(SignatureError::Missing) => Err(Refusal::NoSignature),
             Err(SignatureError::Mismatch | SignatureError::TooManyFields) => {
-                return Err(Refusal::BadSignature)
+                Err(Refusal::BadSignature)
             }
-        }
-    }
-    if class.needs_admin() && !account.admin {
-        return Err(Refusal::NotAdmin);
-    }
-    Ok(Grant {
-        access_key: Some(access_key.to_owned()),
-    })
+        },
+    )
 }
 
 /// HTTP Basic credentials (`access key : secret key`) against the accounts, for the HTTP port's
@@ -332,6 +310,26 @@ pub fn check_basic(
     basic: Option<(&str, &str)>,
     blocked: bool,
 ) -> Result<Grant, Refusal> {
+    let (access_key, given) = basic.unzip();
+    decide(policy, class, accounts, ip, access_key, blocked, |secret| {
+        if given.is_some_and(|given| constant_time_eq(given, secret)) {
+            Ok(())
+        } else {
+            Err(Refusal::BadSignature)
+        }
+    })
+}
+
+/// The steps every request takes (see [`check`]); `prove` checks the proof of the secret.
+fn decide(
+    policy: &Policy,
+    class: AccessClass,
+    accounts: &Accounts,
+    ip: IpAddr,
+    access_key: Option<&str>,
+    blocked: bool,
+    prove: impl FnOnce(&str) -> Result<(), Refusal>,
+) -> Result<Grant, Refusal> {
     let ip = patterns::canonical(ip);
     if let Some(networks) = &policy.networks {
         if !networks.iter().any(|net| net.contains(&ip)) {
@@ -341,7 +339,7 @@ pub fn check_basic(
     if !policy.signed || accounts.globally_white(ip) {
         return Ok(Grant::default());
     }
-    let Some((access_key, secret)) = basic else {
+    let Some(access_key) = access_key else {
         return Err(Refusal::NoSignature);
     };
     if blocked {
@@ -351,9 +349,8 @@ pub fn check_basic(
     if !account.enabled {
         return Err(Refusal::Disabled);
     }
-    let same = account.white.matches(ip) || constant_time_eq(secret, account.secret.expose());
-    if !same {
-        return Err(Refusal::BadSignature);
+    if !account.white.matches(ip) {
+        prove(account.secret.expose())?;
     }
     if class.needs_admin() && !account.admin {
         return Err(Refusal::NotAdmin);
@@ -411,8 +408,9 @@ pub fn accounts_on_this_thread(id: CacheId) -> Arc<Accounts> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use accounts::{Account, Secret};
+    use accounts::Account;
     use patterns::AddressPattern;
+    use rmq_transport::Secret;
 
     fn accounts() -> Accounts {
         let mut accounts = Accounts::parse(
