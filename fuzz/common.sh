@@ -28,6 +28,7 @@ FUZZ_TARGETS=(
   json_bodies
   java_properties
   proxy_header
+  acl_file
 )
 
 fuzz_max_len() {

@@ -296,6 +296,19 @@ def main():
     ]:
         s.add("proxy_header", header + tail)
 
+    # Access control: a white-address pattern line, then an ACL file (plain_acl.yml, users).
+    acl_seeds = [
+        "192.168.1.{1,7}\nglobalWhiteRemoteAddresses:\n  - 10.10.103.*\naccounts:\n"
+        "  - accessKey: rocketmq2\n    secretKey: 12345678\n    whiteRemoteAddress: 192.168.1.*\n"
+        "    admin: true\n",
+        "*\nusers:\n  - username: ops\n    password: s3cret\n    userType: Super\n"
+        "    userStatus: enable\n",
+        "fe80:0000:0000:0000:0000:0000:0000:1-ff\naccounts:\n  - accessKey: a\n    secretKey: b\n",
+        "10.0.0.0/8\nglobalWhiteRemoteAddresses: null\naccounts:\n  - &a {accessKey: k, secretKey: s}\n",
+    ]
+    for seed in acl_seeds:
+        s.add("acl_file", seed)
+
     for target, n in sorted(s.count.items()):
         print(f"{target}: {n} seeds")
 

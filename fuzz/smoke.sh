@@ -8,7 +8,7 @@
 #   fuzz/smoke.sh [SECONDS_PER_TARGET]
 #
 # Bounded: each fuzzer stops by itself after SECONDS and is killed 5 s later if it has not, so
-# nine targets at 20 s take 3 minutes and at most 4, plus the build.
+# ten targets at 20 s take 3.5 minutes and at most 4.5, plus the build.
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 
