@@ -19,7 +19,6 @@ use tokio_util::codec::Decoder;
 use tracing::{debug, error, info, info_span, warn, Span};
 
 use crate::access::audit::AuditDraft;
-use crate::access::{self, AccessClass, Refusal};
 use crate::dispatch::{dispatch, Class, Responder};
 use crate::limits::{Limit, Refused};
 use crate::messages::{CloseConnection, ConnectionClosed, ConnectionOpened, WentAway};
@@ -33,6 +32,7 @@ use crate::worker::WorkerShare;
 pub use rmq_transport::front_door::{BoxedRead, BoxedWrite};
 
 mod io;
+mod policy;
 
 use io::{Flush, ReadFrames};
 
@@ -424,78 +424,6 @@ impl Connection {
             self.flushing = true;
             ctx.spawn(Flush::new());
         }
-    }
-
-    /// Takes the audit draft of `slot` back.
-    fn take_audit(&mut self, slot: Option<u32>) -> Option<AuditDraft> {
-        let slot = slot?;
-        let at = self.audits.iter().position(|(s, _)| *s == slot)?;
-        Some(self.audits.swap_remove(at).1)
-    }
-
-    /// Access control of one request (crate::access): its class's policy, with this thread's
-    /// accounts and failed-attempt ledger; an audited request gets its draft.
-    fn authorize(
-        &mut self,
-        cmd: &RemotingCommand,
-        reply_to: &mut ReplyTo,
-    ) -> Result<(), RemotingCommand> {
-        let Some(class) = AccessClass::of(cmd.request_code()) else {
-            return Ok(());
-        };
-        let services = &self.share.services;
-        let policy = services.access.policies.of(class);
-        let mut access_key = None;
-        if !policy.is_open() {
-            let ip = self.peer.ip();
-            let now = Instant::now();
-            let accounts = access::accounts_on_this_thread(services.route_cache);
-            let blocked = self.share.failures.borrow().blocked(ip, now);
-            match access::check(policy, class, &accounts, ip, cmd, blocked) {
-                Ok(grant) => access_key = grant.access_key,
-                Err(refusal) => {
-                    self.access_refused(cmd, class, refusal, now);
-                    let response = refusal.response(class, ip);
-                    if let Some(draft) = AuditDraft::of(cmd, self.peer, None) {
-                        self.share.services.audit.do_send(draft.finish(&response));
-                    }
-                    return Err(response);
-                }
-            }
-        }
-        if let Some(draft) = AuditDraft::of(cmd, self.peer, access_key.as_deref()) {
-            let slot = self.next_audit;
-            self.next_audit = self.next_audit.wrapping_add(1);
-            self.audits.push((slot, draft));
-            reply_to.audit = Some(slot);
-        }
-        Ok(())
-    }
-
-    /// Counts and logs (rate-limited per source) a request access control refused; a guessed
-    /// key or secret counts toward the source's failed attempts.
-    fn access_refused(
-        &mut self,
-        cmd: &RemotingCommand,
-        class: AccessClass,
-        refusal: Refusal,
-        now: Instant,
-    ) {
-        let ip = self.peer.ip();
-        let blocked_now =
-            refusal.is_failed_attempt() && self.share.failures.borrow_mut().failed(ip, now);
-        self.share
-            .count(|m| m.access_refused(class.name(), refusal.name()));
-        let mut detail = format!(
-            "{} request {} refused: {}",
-            class.name(),
-            cmd.request_code(),
-            refusal.name()
-        );
-        if blocked_now {
-            detail.push_str("; failed attempts used up, signed requests refused for a while");
-        }
-        self.refused(Limit::Access, detail);
     }
 
     /// Charges what the outbox holds beyond the allowance to the thread's outbound budget.

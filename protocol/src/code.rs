@@ -39,7 +39,7 @@ impl RequestCode {
     /// never answered by one.
     pub const NOTIFY_MIN_BROKER_ID_CHANGE: Self = Self(905);
 
-    // The 5.x controller's codes (docs/controller.md, `controller.rs`). A Java NameServer does not
+    // The 5.x controller's codes (docs/controller.md, `controller/`). A Java NameServer does not
     // answer them on its own port, even with `enableControllerInNamesrv`: the embedded controller
     // listens on its own address.
     pub const CONTROLLER_ALTER_SYNC_STATE_SET: Self = Self(1001);
