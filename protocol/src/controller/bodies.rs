@@ -1,6 +1,7 @@
 //! The JSON bodies of the controller codes, as Java's fastjson writes and reads them.
 
 use super::*;
+use crate::body::null_default;
 
 /// A controller body that cannot be read.
 #[derive(Debug, thiserror::Error)]
@@ -34,15 +35,6 @@ pub trait ControllerBody: Serialize + DeserializeOwned {
             source,
         })
     }
-}
-
-/// Reads `null` as the type's default: fastjson never writes nulls, but other peers may.
-fn null_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
-where
-    D: serde::Deserializer<'de>,
-    T: Default + Deserialize<'de>,
-{
-    Option::<T>::deserialize(deserializer).map(Option::unwrap_or_default)
 }
 
 /// Body structs are read from JSON objects only (not from arrays of field values, which serde's
