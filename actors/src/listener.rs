@@ -63,6 +63,14 @@ impl<A: Accept> Incoming<A> {
     }
 }
 
+/// The accepted connections of `listener`, pausing after a failed accept as [`Listener`] does
+/// (the HTTP port accepts through it too).
+pub fn incoming(
+    listener: TcpListener,
+) -> impl Stream<Item = io::Result<(TcpStream, SocketAddr)>> + Unpin {
+    Incoming::new(listener)
+}
+
 impl<A: Accept + Unpin> Stream for Incoming<A> {
     type Item = io::Result<A::Conn>;
 

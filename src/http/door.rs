@@ -29,7 +29,6 @@ use actix_service::boxed::{self, BoxService};
 use actix_service::{map_config, IntoServiceFactory, Service, ServiceFactory, ServiceFactoryExt};
 use actix_web::dev::AppConfig;
 use futures_util::future::LocalBoxFuture;
-use futures_util::stream;
 use rmq_actors::messages::TlsConfigChanged;
 use rmq_transport::front_door::{BoxedRead, BoxedWrite, FrontDoor, Refused};
 use tokio::io::{AsyncRead, AsyncWrite, Join, ReadBuf};
@@ -53,9 +52,6 @@ const MAX_AGE: Duration = Duration::from_secs(60);
 const LINGER: Duration = Duration::from_secs(10);
 /// At most one "too many connections" line per this period.
 const REFUSAL_LOG_PERIOD: Duration = Duration::from_secs(10);
-/// The first pause after a failed accept (out of file descriptors), doubled up to the cap.
-const ACCEPT_BACKOFF_START: Duration = Duration::from_millis(5);
-const ACCEPT_BACKOFF_MAX: Duration = Duration::from_secs(1);
 
 /// An admitted connection as actix-http reads and writes it.
 type Io = ReadEnd<Join<BoxedRead, BoxedWrite>>;
@@ -203,7 +199,7 @@ impl Actor for HttpDoor {
             };
             door.serve = Some(Rc::new(serve));
             if let Some(listener) = door.listener.take() {
-                door.accepting = Some(ctx.add_stream(incoming(listener)));
+                door.accepting = Some(ctx.add_stream(rmq_actors::listener::incoming(listener)));
             }
         }));
     }
@@ -214,26 +210,6 @@ impl Actor for HttpDoor {
         }
         info!(addr = %self.local_addr, "HTTP port stopped");
     }
-}
-
-/// The listener's connections. After a failed accept (out of file descriptors and the like) it
-/// pauses, doubling the pause up to a cap, and never gives up.
-fn incoming(
-    listener: TcpListener,
-) -> impl futures_util::Stream<Item = io::Result<(TcpStream, SocketAddr)>> {
-    stream::unfold(
-        (listener, ACCEPT_BACKOFF_START),
-        |(listener, backoff)| async move {
-            match listener.accept().await {
-                Ok(conn) => Some((Ok(conn), (listener, ACCEPT_BACKOFF_START))),
-                Err(err) => {
-                    tokio::time::sleep(backoff).await;
-                    let next = (backoff * 2).min(ACCEPT_BACKOFF_MAX);
-                    Some((Err(err), (listener, next)))
-                }
-            }
-        },
-    )
 }
 
 impl StreamHandler<io::Result<(TcpStream, SocketAddr)>> for HttpDoor {
