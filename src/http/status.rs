@@ -82,7 +82,7 @@ async fn status(observed: &Observed, filter: &str) -> Value {
                     "read": q.read,
                     "write": q.write,
                     "perm": q.perm,
-                    "perm_text": perm_text(q.perm),
+                    "perm_text": rmq_protocol::body::perm::text(q.perm),
                 })).collect::<Vec<_>>(),
             })
         })
@@ -176,15 +176,6 @@ fn broker_json(broker: &BrokerStatus) -> Value {
 
 fn secs(d: Duration) -> f64 {
     (d.as_secs_f64() * 10.0).round() / 10.0
-}
-
-fn perm_text(perm: i32) -> String {
-    use rmq_protocol::body::perm;
-    let mut text = String::new();
-    text.push(if perm & perm::READ != 0 { 'R' } else { '-' });
-    text.push(if perm & perm::WRITE != 0 { 'W' } else { '-' });
-    text.push(if perm & perm::INHERIT != 0 { 'X' } else { '-' });
-    text
 }
 
 /// At most `max` characters of `text`, with "…" when cut.
@@ -482,7 +473,7 @@ mod tests {
         );
         assert_eq!(clip("héllo", 2), "hé…");
         assert_eq!(clip("hi", 2), "hi");
-        assert_eq!(perm_text(6), "RW-");
+        assert_eq!(rmq_protocol::body::perm::text(6), "RW-");
     }
 
     #[test]

@@ -248,14 +248,6 @@ fn role(id: i64) -> &'static str {
     }
 }
 
-fn perm_text(perm: i32) -> String {
-    let mut text = String::new();
-    text.push(if perm & perm::READ != 0 { 'R' } else { '-' });
-    text.push(if perm & perm::WRITE != 0 { 'W' } else { '-' });
-    text.push(if perm & perm::INHERIT != 0 { 'X' } else { '-' });
-    text
-}
-
 impl Summary<'_> {
     /// (cluster, group, id, address) of every broker, sorted; a group name without its
     /// BrokerData is skipped, as mqadmin does.
@@ -354,7 +346,7 @@ impl Summary<'_> {
                             q.broker_name.clone(),
                             q.read_queue_nums.to_string(),
                             q.write_queue_nums.to_string(),
-                            format!("{} ({})", perm_text(q.perm), q.perm),
+                            format!("{} ({})", perm::text(q.perm), q.perm),
                         ]
                     })
                 })
@@ -443,7 +435,7 @@ impl Summary<'_> {
                         "read": q.read_queue_nums,
                         "write": q.write_queue_nums,
                         "perm": q.perm,
-                        "perm_text": perm_text(q.perm),
+                        "perm_text": perm::text(q.perm),
                     })).collect::<Vec<_>>(),
                 })).collect::<Vec<_>>(),
             })
