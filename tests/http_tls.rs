@@ -16,25 +16,11 @@ use rmq_namesrv::transport::client::client_config;
 use rmq_namesrv::NameServerHandle;
 use rustls::pki_types::ServerName;
 use rustls::ClientConfig;
-use support::pki::{replace_file, serial_of, Issued, Pki};
+use support::pki::{replace_file, serial_of, serving, Pki};
 use support::*;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
-
-/// TLS settings serving `cert` in `mode`, no test mode, quick timeouts and reload checks.
-fn serving(mode: TlsMode, cert: &Issued) -> TlsSettings {
-    TlsSettings {
-        mode,
-        cert_path: Some(cert.cert_path.clone()),
-        key_path: Some(cert.key_path.clone()),
-        test_mode: false,
-        config_file: None,
-        handshake_timeout: Duration::from_millis(500),
-        reload_check_interval: Duration::from_millis(200),
-        ..TlsSettings::default()
-    }
-}
 
 /// A server with `tls` and the HTTP port on 127.0.0.1:0; its HTTP address.
 fn start(tls: TlsSettings) -> (NameServerHandle, SocketAddr) {

@@ -16,24 +16,10 @@ use rmq_namesrv::transport::client::client_config;
 use rmq_namesrv::transport::Secret;
 use rmq_namesrv::NameServerHandle;
 use rustls::ClientConfig;
-use support::pki::{replace_file, serial_of, Issued, Pki};
+use support::pki::{replace_file, serial_of, serving, Issued, Pki};
 use support::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-
-/// TLS settings serving `cert` in `mode`, no test mode, quick timeouts.
-fn serving(mode: TlsMode, cert: &Issued) -> TlsSettings {
-    TlsSettings {
-        mode,
-        cert_path: Some(cert.cert_path.clone()),
-        key_path: Some(cert.key_path.clone()),
-        test_mode: false,
-        config_file: None,
-        handshake_timeout: Duration::from_millis(500),
-        reload_check_interval: Duration::from_millis(200),
-        ..TlsSettings::default()
-    }
-}
 
 fn start(tls: TlsSettings) -> NameServerHandle {
     let mut config = test_config();

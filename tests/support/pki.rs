@@ -3,8 +3,10 @@
 //! ones. Nothing is committed; every run makes its own.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, SerialNumber};
+use rmq_namesrv::config::{TlsMode, TlsSettings};
 
 /// A test CA and the directory its files go to.
 pub struct Pki {
@@ -95,4 +97,18 @@ pub fn serial_of(der: &[u8]) -> u64 {
         .first()
         .copied()
         .unwrap_or(0)
+}
+
+/// TLS settings serving `cert` in `mode`, no test mode, quick timeouts and reload checks.
+pub fn serving(mode: TlsMode, cert: &Issued) -> TlsSettings {
+    TlsSettings {
+        mode,
+        cert_path: Some(cert.cert_path.clone()),
+        key_path: Some(cert.key_path.clone()),
+        test_mode: false,
+        config_file: None,
+        handshake_timeout: Duration::from_millis(500),
+        reload_check_interval: Duration::from_millis(200),
+        ..TlsSettings::default()
+    }
 }
