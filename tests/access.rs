@@ -508,31 +508,16 @@ async fn the_admin_cli_signs_with_flags_env_or_a_tools_yml() {
     server.stop().await;
 }
 
-/// `GET path` with optional Basic credentials; the status code and the head.
+/// `GET path` with optional Basic credentials; the status code and the whole answer.
 async fn http_get(addr: std::net::SocketAddr, path: &str, basic: Option<&str>) -> (u16, String) {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let auth = basic
         .map(|b| format!("Authorization: Basic {b}\r\n"))
         .unwrap_or_default();
-    let exchange = async {
-        let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
-        let request =
-            format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}Connection: close\r\n\r\n");
-        stream.write_all(request.as_bytes()).await.expect("write");
-        let mut raw = Vec::new();
-        stream.read_to_end(&mut raw).await.expect("read");
-        raw
-    };
-    let raw = tokio::time::timeout(TIMEOUT, exchange)
-        .await
-        .expect("answered in time");
-    let text = String::from_utf8_lossy(&raw).into_owned();
-    let status = text
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .expect("a status code");
-    (status, text)
+    let answer = support::http::get(addr, path, &auth).await;
+    (
+        answer.status,
+        format!("{}\r\n\r\n{}", answer.head, answer.body),
+    )
 }
 
 #[actix::test]

@@ -34,46 +34,8 @@ fn http_addr(server: &NameServerHandle) -> SocketAddr {
 
 /// A GET over a fresh connection: the status code and the body.
 async fn get(addr: SocketAddr, path: &str) -> (u16, String) {
-    let exchange = async {
-        let mut stream = TcpStream::connect(addr).await.expect("connect");
-        let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
-        stream.write_all(request.as_bytes()).await.expect("write");
-        let mut raw = Vec::new();
-        stream.read_to_end(&mut raw).await.expect("read");
-        raw
-    };
-    let raw = tokio::time::timeout(TIMEOUT, exchange)
-        .await
-        .expect("answered in time");
-    let text = String::from_utf8_lossy(&raw).into_owned();
-    let (head, body) = text.split_once("\r\n\r\n").expect("an HTTP answer");
-    let status = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .expect("a status code");
-    let body = if head
-        .to_ascii_lowercase()
-        .contains("transfer-encoding: chunked")
-    {
-        dechunk(body)
-    } else {
-        body.to_owned()
-    };
-    (status, body)
-}
-
-fn dechunk(mut body: &str) -> String {
-    let mut out = String::new();
-    while let Some((size, rest)) = body.split_once("\r\n") {
-        let size = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
-        if size == 0 {
-            break;
-        }
-        out.push_str(&rest[..size]);
-        body = &rest[size + 2..];
-    }
-    out
+    let answer = support::http::get(addr, path, "").await;
+    (answer.status, answer.body)
 }
 
 /// The value of the sample `name{labels}` (labels as written by the server, in its order;

@@ -16,9 +16,10 @@ use rmq_namesrv::transport::client::client_config;
 use rmq_namesrv::NameServerHandle;
 use rustls::pki_types::ServerName;
 use rustls::ClientConfig;
+use support::http::{exchange, try_get, Answer};
 use support::pki::{replace_file, serial_of, serving, Pki};
 use support::*;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 
@@ -43,71 +44,6 @@ fn verifying(ca: &Path) -> Arc<ClientConfig> {
     .expect("client config")
 }
 
-/// An HTTP answer: status code and body.
-#[derive(Debug)]
-struct Answer {
-    status: u16,
-    body: String,
-}
-
-/// Sends `GET path` (one request, `Connection: close`) and reads the answer to the end.
-async fn exchange<S: AsyncRead + AsyncWrite + Unpin>(
-    stream: &mut S,
-    addr: SocketAddr,
-    path: &str,
-) -> Option<Answer> {
-    let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
-    stream.write_all(request.as_bytes()).await.ok()?;
-    stream.flush().await.ok()?;
-    let mut raw = Vec::new();
-    // A server that closes without TLS close_notify ends the read with an error: keep what came.
-    let _ = stream.read_to_end(&mut raw).await;
-    parse(&raw)
-}
-
-fn parse(raw: &[u8]) -> Option<Answer> {
-    let text = String::from_utf8_lossy(raw);
-    let (head, body) = text.split_once("\r\n\r\n")?;
-    let mut status_line = head.lines().next()?.split_whitespace();
-    if status_line.next()? != "HTTP/1.1" {
-        return None;
-    }
-    let status = status_line.next()?.parse().ok()?;
-    let chunked = head
-        .to_ascii_lowercase()
-        .contains("transfer-encoding: chunked");
-    let body = if chunked {
-        dechunk(body)
-    } else {
-        body.to_owned()
-    };
-    Some(Answer { status, body })
-}
-
-fn dechunk(mut body: &str) -> String {
-    let mut out = String::new();
-    while let Some((size, rest)) = body.split_once("\r\n") {
-        let size = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
-        if size == 0 || rest.len() < size + 2 {
-            break;
-        }
-        out.push_str(&rest[..size]);
-        body = &rest[size + 2..];
-    }
-    out
-}
-
-/// GET over plain HTTP; `None` when the connection is closed without an answer.
-async fn http_get(addr: SocketAddr, path: &str) -> Option<Answer> {
-    let attempt = async {
-        let mut stream = TcpStream::connect(addr).await.expect("connect");
-        exchange(&mut stream, addr, path).await
-    };
-    tokio::time::timeout(TIMEOUT, attempt)
-        .await
-        .expect("answered or closed in time")
-}
-
 /// GET over HTTPS: the answer and the serial of the certificate served; `Err` when the
 /// handshake fails.
 async fn https_get(
@@ -126,7 +62,7 @@ async fn https_get(
             let chain = session.peer_certificates().expect("a server certificate");
             serial_of(&chain[0])
         };
-        Ok((exchange(&mut stream, addr, path).await, serial))
+        Ok((exchange(&mut stream, addr, path, "").await, serial))
     };
     tokio::time::timeout(TIMEOUT, attempt)
         .await
@@ -159,7 +95,7 @@ async fn enforcing_serves_https_with_the_certificate_and_closes_plaintext() {
         .expect("handshake");
 
     assert!(
-        http_get(addr, "/health").await.is_none(),
+        try_get(addr, "/health", "").await.is_none(),
         "plain HTTP is closed without an answer"
     );
     let (answer, _) = https_get(addr, &tls, "/rocketmq/nsaddr")
@@ -168,7 +104,7 @@ async fn enforcing_serves_https_with_the_certificate_and_closes_plaintext() {
     let answer = answer.expect("an HTTP answer");
     assert_eq!(answer.status, 200);
     assert_eq!(answer.body.trim(), server.local_addr().to_string());
-    healthy(exchange(&mut kept, addr, "/health").await);
+    healthy(exchange(&mut kept, addr, "/health", "").await);
     server.stop().await;
 }
 
@@ -182,9 +118,9 @@ async fn permissive_serves_https_and_plain_http_on_one_port() {
         let (answer, serial) = https_get(addr, &tls, "/health").await.expect("HTTPS");
         healthy(answer);
         assert_eq!(serial, 42);
-        healthy(http_get(addr, "/health").await);
+        healthy(try_get(addr, "/health", "").await);
     }
-    let page = http_get(addr, "/").await.expect("the status page");
+    let page = try_get(addr, "/", "").await.expect("the status page");
     assert_eq!(page.status, 200);
     assert!(page.body.contains("<html"), "{page:?}");
     server.stop().await;
@@ -200,7 +136,7 @@ async fn disabled_refuses_a_tls_handshake_and_serves_plain_http() {
         https_get(addr, &tls, "/health").await.is_err(),
         "the TLS handshake is refused"
     );
-    healthy(http_get(addr, "/health").await);
+    healthy(try_get(addr, "/health", "").await);
     server.stop().await;
 }
 
