@@ -113,10 +113,9 @@ pub trait Responder {
     /// Counts a route query answered from the route cache (`hit`) or asked of the registry.
     fn route_cache_counted(&mut self, _hit: bool) {}
     /// Applies access control to a request of a restricted or audited code
-    /// (crate::access); the error is the answer (NO_PERMISSION).
-    fn authorize(&mut self, _cmd: &RemotingCommand) -> Result<(), RemotingCommand> {
-        Ok(())
-    }
+    /// (crate::access); the error is the answer (NO_PERMISSION). No default: a responder that
+    /// forgot it would let every request through.
+    fn authorize(&mut self, cmd: &RemotingCommand) -> Result<(), RemotingCommand>;
 }
 
 /// Sends `cmd` to the actor that answers its code, or answers it at once.
