@@ -15,13 +15,16 @@ use std::time::SystemTime;
 use actix::prelude::*;
 use rmq_protocol::custom_headers::ExtReader;
 use rmq_protocol::signature::ACCESS_KEY;
-use rmq_protocol::{RemotingCommand, RequestCode, ResponseCode};
+use rmq_protocol::{properties, RemotingCommand, RequestCode, ResponseCode};
 use serde::Serialize;
 use tracing::{info, warn};
 use tracing_appender::non_blocking::{NonBlocking, WorkerGuard};
 
 /// Bytes of one target string kept.
 const TARGET_BYTES: usize = 256;
+/// UPDATE_NAMESRV_CONFIG bodies larger than this are not read for their keys (real ones are a
+/// few hundred bytes; the connection thread does not parse megabytes for a log line).
+const MAX_CONFIG_BODY: usize = 64 * 1024;
 /// Keys of an UPDATE_NAMESRV_CONFIG named at most.
 const CONFIG_KEYS: usize = 32;
 
@@ -100,17 +103,19 @@ fn target_fields(code: RequestCode) -> Option<&'static [(&'static str, &'static 
     })
 }
 
-/// The keys (never the values) of an UPDATE_NAMESRV_CONFIG body, `;`-separated and bounded.
+/// The keys (never the values) of an UPDATE_NAMESRV_CONFIG body, read with the Java properties
+/// parser the update itself uses, sorted, `;`-separated and bounded.
 fn config_keys(body: &[u8]) -> String {
-    let text = String::from_utf8_lossy(&body[..body.len().min(64 * 1024)]);
-    let keys: Vec<&str> = text
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with('#') && !l.starts_with('!'))
-        .filter_map(|l| l.split(['=', ':']).next().map(str::trim))
-        .take(CONFIG_KEYS)
-        .collect();
-    clip(&keys.join(";"))
+    if body.len() > MAX_CONFIG_BODY {
+        return format!("(a body of {} bytes)", body.len());
+    }
+    match properties::parse(&String::from_utf8_lossy(body)) {
+        Ok(props) => {
+            let keys: Vec<&str> = props.keys().map(String::as_str).take(CONFIG_KEYS).collect();
+            clip(&keys.join(";"))
+        }
+        Err(_) => "(not Java properties)".to_owned(),
+    }
 }
 
 fn clip(text: &str) -> String {
@@ -280,13 +285,19 @@ mod tests {
 
     #[test]
     fn config_updates_name_their_keys_only_and_reads_are_not_audited() {
-        let cmd = RemotingCommand::request(RequestCode::UPDATE_NAMESRV_CONFIG)
-            .with_body(&b"orderMessageEnable=true\nclusterTest = false\n"[..]);
+        let cmd = RemotingCommand::request(RequestCode::UPDATE_NAMESRV_CONFIG).with_body(
+            &b"orderMessageEnable=true\nclusterTest = false\nsecretish \\\n  value\n"[..],
+        );
         let draft = AuditDraft::of(&cmd, "127.0.0.1:1".parse().unwrap(), None).unwrap();
+        // Java properties: `key value` and continued lines count as the update reads them.
         assert_eq!(
             draft.target,
-            vec![("config_keys", "orderMessageEnable;clusterTest".to_owned())]
+            vec![(
+                "config_keys",
+                "clusterTest;orderMessageEnable;secretish".to_owned()
+            )]
         );
+        assert!(!format!("{draft:?}").contains("value"));
         let read = RemotingCommand::request(RequestCode::GET_ROUTEINFO_BY_TOPIC);
         assert!(AuditDraft::of(&read, "127.0.0.1:1".parse().unwrap(), None).is_none());
     }
