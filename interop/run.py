@@ -248,6 +248,12 @@ class Ctx:
         err = home / "stderr.log"
         full_env = {k: v for k, v in os.environ.items() if k not in ("ROCKETMQ_HOME", "NAMESRV_ADDR")}
         full_env.update(env or {})
+        if Path(argv[0]).name == "java":
+            # Java's temp files (a 5.x broker unpacks a 13 MB librocksdbjni*.so per start) go
+            # under the process's home, which the run removes, not into the machine's /tmp.
+            tmp = home / "tmp"
+            tmp.mkdir(parents=True, exist_ok=True)
+            argv = [argv[0], f"-Djava.io.tmpdir={tmp}", *argv[1:]]
         with open(err, "wb") as err_file, open(os.devnull if stdout_pipe else out, "wb") as out_file:
             popen = subprocess.Popen(
                 argv, cwd=home, env=full_env, stdin=stdin,
@@ -2372,6 +2378,7 @@ def main():
     signal.signal(signal.SIGTERM, _on_sigterm)
     signal.signal(signal.SIGINT, signal.default_int_handler)  # even if started with SIGINT ignored
     work = Path(tempfile.mkdtemp(prefix="rmq-interop-"))
+    check_disk(work)
     print(f"# namesrv={args.namesrv} rocketmq 5.x={LINES['5']} 4.x={LINES['4']} work dir {work}", flush=True)
     passed = failed = 0
     started = time.monotonic()
@@ -2383,6 +2390,7 @@ def main():
                 fn(ctx)
                 passed += 1
                 print(f"PASS {name}", flush=True)
+                ctx.passed = True
             except Fail as e:
                 failed += 1
                 print(f"FAIL {name}: {e}", flush=True)
@@ -2397,6 +2405,8 @@ def main():
                 print_logs(ctx.logs)
             finally:
                 ctx.cleanup()
+                if getattr(ctx, "passed", False) and not args.keep:
+                    shutil.rmtree(work / name, ignore_errors=True)  # brokers' stores: keep the disk free
                 print(f"# {name}: {time.monotonic() - t0:.1f} s", flush=True)
     except KeyboardInterrupt:
         failed += 1
@@ -2407,6 +2417,25 @@ def main():
         shutil.rmtree(work, ignore_errors=True)
     print(f"{passed} passed, {failed} failed", flush=True)
     return 1 if failed else 0
+
+
+# A broker refuses every write (SERVICE_NOT_AVAILABLE, "the broker's disk is full") once the
+# disk of its store is used above diskSpaceWarningLevelRatio (0.90; computed as Java's
+# File.getFreeSpace does, reserved blocks counted free). Scenarios would then fail far from the
+# cause, so a disk that is already nearly full stops the run at once.
+DISK_MAX_USED = 0.85
+DISK_MIN_FREE = 4 << 30
+
+
+def check_disk(path):
+    st = os.statvfs(path)
+    total, free, avail = st.f_blocks * st.f_frsize, st.f_bfree * st.f_frsize, st.f_bavail * st.f_frsize
+    used = (total - free) / total if total else 0.0
+    if used > DISK_MAX_USED or avail < DISK_MIN_FREE:
+        raise SystemExit(f"interop: the disk of {path} is {used:.0%} used with {avail / 2**30:.1f} GiB available; "
+                         f"Java brokers refuse messages above 90% (diskSpaceWarningLevelRatio), so the run needs "
+                         f"at most {DISK_MAX_USED:.0%} used and {DISK_MIN_FREE >> 30} GiB free: free some space "
+                         f"(e.g. `cargo clean`) and run again")
 
 
 def _on_sigterm(*_):
