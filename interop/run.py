@@ -286,28 +286,52 @@ class Ctx:
 
     # -- NameServers ---------------------------------------------------------------------------
 
-    def start_namesrv(self, label="namesrv", tls=None, tls_form="properties", log_level=None):
+    def start_namesrv(self, label="namesrv", tls=None, tls_form="properties", log_level=None, controller=None):
         """Starts the NameServer under test (self.mode) and returns it once it accepts.
 
         tls: Java's tls.* server settings ({"tls.server.mode": "enforcing", ...}). Ours gets
         them in a file given to --config, as Java names in a .properties file (tls_form
         "properties") or as the [tls] section of a TOML file ("toml"); Java's NameServer as -D
-        flags. log_level: ours only (--log-level)."""
+        flags. log_level: ours only (--log-level). controller: the embedded RIP-44 controller's
+        keys (controller_props()), written to the properties file of either server (ours: the
+        --config file); the NameServer is then returned once its controller address
+        (proc.ctl_addr, this node's entry of controllerDLegerPeers) accepts connections too."""
+        if controller and self.mode == "java4":
+            raise Fail("the 4.9.x NameServer has no embedded controller")
         if self.mode == "ours":
             config = None
-            if tls:
+            if tls or controller:
                 home = self.dir / f"{label}-config"
                 home.mkdir(parents=True, exist_ok=True)
                 if tls_form == "toml":
+                    if controller:
+                        raise Fail("start_namesrv: the controller keys go in a .properties --config only")
                     config = home / "namesrv.toml"
                     config.write_text(tls_toml(tls))
                 else:
                     config = home / "namesrv.properties"
-                    write_properties(config, tls)
+                    write_properties(config, {**(tls or {}), **(controller or {})})
             extra = ["--log-level", log_level] if log_level else []
-            return self._start_ours(label, config=config, extra_args=extra)
-        jvm = [f"-D{k}={v}" for k, v in (tls or {}).items()]
-        return self._start_java_namesrv(label, "5" if self.mode == "java" else "4", jvm=jvm)
+            proc = self._start_ours(label, config=config, extra_args=extra)
+        else:
+            jvm = [f"-D{k}={v}" for k, v in (tls or {}).items()]
+            props = None
+            if controller:
+                # Java only: DLedger's log files are 1 GiB by default (mapped, sparse); a test needs little
+                props = {**controller, "mappedFileSize": 16 * 1024 * 1024}
+            proc = self._start_java_namesrv(label, "5" if self.mode == "java" else "4", jvm=jvm, props=props)
+        proc.ctl_addr = None
+        if controller:
+            proc.ctl_addr = controller_self_addr(controller)
+            wait_until(f"{label}'s controller to accept on {proc.ctl_addr} (controllerDLegerPeers)",
+                       30 if self.mode == "ours" else 60, 0.3,
+                       lambda: proc.alive() and port_open(proc.ctl_addr) or self._dead(proc))
+        return proc
+
+    def _dead(self, proc):
+        if not proc.alive():
+            raise Fail(f"{proc.label} exited with {proc.popen.returncode}", self.logs)
+        return False
 
     def _start_ours(self, label, config=None, extra_args=(), listen="127.0.0.1:0"):
         if not self.binary.is_file():
@@ -349,10 +373,12 @@ class Ctx:
         proc.kind = "ours"
         return proc
 
-    def _start_java_namesrv(self, label, line, jvm=()):
+    def _start_java_namesrv(self, label, line, jvm=(), props=None):
+        """props: more keys of its -c properties file (the controller's)."""
         home = self.home(label)
         port = free_port()
         conf = home / "namesrv.properties"
+        more = props or {}
         props = {
             "listenPort": port,
             "kvConfigPath": home / "kvConfig.json",
@@ -360,6 +386,7 @@ class Ctx:
         }
         if line == "5":
             props["bindAddress"] = "127.0.0.1"  # 4.9.x has no bindAddress (binds the wildcard)
+        props.update(more)
         write_properties(conf, props)
         if line == "4":
             write_logback_4x(home, "namesrv")
@@ -2299,6 +2326,442 @@ def s_diff_java5(ctx):
     check(java.alive() and ours.alive(), "a NameServer exited during the differential test", ctx.logs)
     failing = [line for line in lines if line.startswith(("DIFF ", "PROTOCOL "))]
     check(passed, f"{len(failing)} difference(s) not in the allow list (DIFF/PROTOCOL lines above)", ctx.logs)
+
+
+# ---------------------------------------------------------------------------------------------
+# the RIP-44 controller (docs/controller.md): NameServers with the embedded controller, 5.x
+# brokers in controller mode, automatic master failover
+
+CTL_BROKER = "broker-ctl"
+
+
+def controller_props(ctx, label, nodes, self_id, etcd=None, prefix=None):
+    """The embedded controller's keys of a NameServer's properties file, as Java's quick-start
+    namesrv.conf has them. nodes: {node id: "127.0.0.1:port"} (controllerDLegerPeers, where each
+    node's controller listens); etcd (ours only): a start_etcd() result, shared by the nodes under
+    `prefix`."""
+    props = {
+        "enableControllerInNamesrv": "true",
+        "controllerDLegerGroup": "group1",
+        "controllerDLegerPeers": ";".join(f"{node}-{addr}" for node, addr in nodes.items()),
+        "controllerDLegerSelfId": self_id,
+        "controllerStorePath": ctx.dir / f"{label}-controller-store",
+    }
+    if etcd is not None:
+        props.update({"controllerEtcdEndpoints": etcd.endpoints, "controllerEtcdPrefix": prefix,
+                      "controllerEtcdLeaseTtl": "3s"})
+    return props
+
+
+def controller_self_addr(props):
+    self_id = props["controllerDLegerSelfId"]
+    for entry in props["controllerDLegerPeers"].split(";"):
+        node, _, addr = entry.partition("-")
+        if node == self_id:
+            return addr
+    raise Fail(f"controllerDLegerSelfId {self_id} is not in controllerDLegerPeers {props['controllerDLegerPeers']}")
+
+
+def start_etcd(ctx, label="etcd"):
+    """A single-member etcd on 127.0.0.1 (two free ports, a fresh data dir in the scenario's
+    directory), killed by PID with the scenario's other processes. Returns its Proc with
+    `endpoints` ("127.0.0.1:<client port>") once /health answers true."""
+    binary = shutil.which("etcd") or ("/usr/bin/etcd" if os.access("/usr/bin/etcd", os.X_OK) else None)
+    if not binary:
+        raise Fail("etcd is not installed (the scenario starts its own /usr/bin/etcd): "
+                   "apt-get install -y etcd-server")
+    home = ctx.home(label)
+    client, peer = free_port(), free_port()
+    name = ctx.uniq("interop")
+    client_url, peer_url = f"http://127.0.0.1:{client}", f"http://127.0.0.1:{peer}"
+    argv = [binary, "--name", name, "--data-dir", str(home / "data"),
+            "--listen-client-urls", client_url, "--advertise-client-urls", client_url,
+            "--listen-peer-urls", peer_url, "--initial-advertise-peer-urls", peer_url,
+            "--initial-cluster", f"{name}={peer_url}", "--initial-cluster-state", "new",
+            "--initial-cluster-token", name, "--logger", "zap", "--log-outputs", "stderr", "--log-level", "warn"]
+    (home / "argv.txt").write_text(" ".join(argv) + "\n")
+    proc = ctx.spawn(label, argv, home)
+    proc.endpoints = f"127.0.0.1:{client}"
+    ctx.logs.append((f"{label} stderr", proc.stderr))
+
+    def healthy():
+        if not proc.alive():
+            raise Fail(f"etcd exited with {proc.popen.returncode} during start-up", ctx.logs)
+        try:
+            status, _, body = http_get(proc.endpoints, "/health", timeout=2)
+        except OSError:
+            return False
+        return status == 200 and '"true"' in body
+
+    wait_until(f"etcd on {proc.endpoints} to report healthy", 30, 0.3, healthy)
+    return proc
+
+
+def start_ctl_broker(ctx, namesrv, ctl, label):
+    """A 5.x broker of CTL_BROKER in controller mode: its id and role come from the controller
+    (brokerId=-1, brokerRole=SLAVE as in Java's quick-start broker-n0.conf)."""
+    return ctx.start_broker("5", namesrv, CTL_BROKER, broker_id=-1, role="SLAVE", label=label, extra={
+        "enableControllerMode": "true",
+        "controllerAddr": ctl,
+        "allAckInSyncStateSet": "true",
+    })
+
+
+def remoting_call(addr, code, ext=None, body=b"", timeout=5):
+    """One request with a JSON header; returns (reply header, reply body)."""
+    ext = {k: str(v) for k, v in (ext or {}).items()}
+    header = json.dumps({"code": code, "flag": 0, "language": "JAVA", "opaque": 21, "extFields": ext,
+                         "serializeTypeCurrentRPC": "JSON", "version": 479}).encode()
+    host, port = addr.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=timeout) as s:
+        s.sendall(struct.pack(">II", 4 + len(header) + len(body), len(header)) + header + body)
+        head = b""
+        while len(head) < 4:
+            chunk = s.recv(4 - len(head))
+            if not chunk:
+                raise OSError(f"request {code} to {addr}: closed without a reply")
+            head += chunk
+        size = struct.unpack(">I", head)[0]
+        frame = b""
+        while len(frame) < size:
+            chunk = s.recv(min(65536, size - len(frame)))
+            if not chunk:
+                raise OSError(f"request {code} to {addr}: closed in the middle of a reply")
+            frame += chunk
+    header_len = struct.unpack(">I", frame[:4])[0] & 0xFFFFFF
+    return json.loads(frame[4:4 + header_len]), frame[4 + header_len:]
+
+
+def fastjson_loads(body):
+    """A JSON body as fastjson writes it (bare numeric map keys), decoded by diff.py's parser."""
+    if str(HERE) not in sys.path:
+        sys.path.insert(0, str(HERE))
+    sys.dont_write_bytecode = True  # no interop/__pycache__
+    import diff
+    return diff.parse_json_body(body)
+
+
+def ns_broker_addrs(ns_addr, broker_name):
+    """{id: address} of broker_name in the NameServer's cluster info (GET_BROKER_CLUSTER_INFO,
+    106, asked raw), {} when it is not there; None when the NameServer does not answer."""
+    try:
+        reply, body = remoting_call(ns_addr, 106)
+    except OSError:
+        return None
+    if reply.get("code") != 0 or not body:
+        return None
+    table = fastjson_loads(body).get("brokerAddrTable") or {}
+    return {str(k): v for k, v in ((table.get(broker_name) or {}).get("brokerAddrs") or {}).items()}
+
+
+def ns_route_addrs(ns_addr, topic, broker_name):
+    """{id: address} of broker_name in the route of topic (GET_ROUTEINFO_BY_TOPIC, 105, raw);
+    {} when the topic has no route (17) or the broker is not in it; None when there is no answer."""
+    try:
+        reply, body = remoting_call(ns_addr, 105, {"topic": topic})
+    except OSError:
+        return None
+    if reply.get("code") != 0 or not body:
+        return {}
+    for bd in fastjson_loads(body).get("brokerDatas") or []:
+        if bd.get("brokerName") == broker_name:
+            return {str(k): v for k, v in (bd.get("brokerAddrs") or {}).items()}
+    return {}
+
+
+def wait_ctl_pair(ctx, ns_addr, brokers, timeout=90):
+    """Waits until the NameServer's cluster info lists both brokers of CTL_BROKER, one as id 0;
+    returns (master, slave, {id: address})."""
+    want = {b.addr for b in brokers}
+    last = {}
+
+    def paired():
+        addrs = ns_broker_addrs(ns_addr, CTL_BROKER) or {}
+        last["addrs"] = addrs
+        return set(addrs.values()) == want and "0" in addrs and len(addrs) == 2 and addrs
+
+    try:
+        addrs = wait_until(f"both brokers of {CTL_BROKER} in cluster info of {ns_addr}, one as id 0", timeout, 0.5,
+                           paired)
+    except Fail as e:
+        raise Fail(f"{e}; last: {last.get('addrs')}", ctx.logs)
+    master = next(b for b in brokers if b.addr == addrs["0"])
+    slave = next(b for b in brokers if b is not master)
+    return master, slave, addrs
+
+
+def admin_ok(ctx, namesrv, *ops, timeout=150):
+    """ctx.admin, failing on the first operation that did not succeed."""
+    results = ctx.admin(namesrv, *ops, timeout=timeout)
+    for op, r in zip(ops, results):
+        check(r.get("ok"), f"Admin {op}: {compact(r)}", r["_logs"] + ctx.logs)
+    return results
+
+
+def start_sender(ctx, namesrv, topic, prefix, max_s=240):
+    """The long-running 5.x Sender peer (stopped by stop_sender)."""
+    label = "sender5"
+    home = ctx.home(label)
+    argv = [java_bin(), *PEER_JVM, f"-Duser.home={home}", "-cp", client_classpath("5"), "rmqinterop.Sender",
+            "--namesrv", namesrv, "--topic", topic, "--prefix", prefix, "--interval-ms", "50", "--max-s", str(max_s)]
+    (home / "argv.txt").write_text(" ".join(argv) + "\n")
+    proc = ctx.spawn(label, argv, home, stdin=subprocess.PIPE)
+    proc.prefix = prefix
+    ctx.logs.append((f"{label} stdout", proc.stdout))
+    ctx.logs.append((f"{label} stderr", proc.stderr))
+    return proc
+
+
+SEND_LINE = re.compile(r"^SEND (\d+) (OK|FAIL) (\d+) ?(.*)$")
+
+
+def sender_events(proc):
+    """The Sender's attempts so far: [(key index, ok, epoch seconds, rest of the line)]."""
+    out = []
+    for line in read_text(proc.stdout).splitlines():
+        m = SEND_LINE.match(line)
+        if m:
+            out.append((int(m.group(1)), m.group(2) == "OK", int(m.group(3)) / 1000.0, m.group(4)))
+    return out
+
+
+def stop_sender(ctx, proc, timeout=30):
+    """Tells the Sender to stop (a line on stdin, then end of input); returns its RESULT."""
+    try:
+        proc.popen.stdin.write(b"stop\n")
+        proc.popen.stdin.close()
+    except OSError:
+        pass
+    try:
+        proc.popen.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        ctx.stop(proc, signal.SIGKILL, timeout=10)
+        raise Fail(f"the sender did not stop within {timeout} s", ctx.logs)
+    results = [json.loads(x[len("RESULT "):]) for x in read_text(proc.stdout).splitlines() if x.startswith("RESULT ")]
+    check(results and results[-1].get("ok"), f"sender: {results[-1] if results else 'no RESULT line'}", ctx.logs)
+    return results[-1]
+
+
+def wait_sends(ctx, proc, after, count, timeout, what):
+    """Waits until the sender has `count` successful sends at or after epoch time `after`;
+    returns the time of the first of them."""
+    def enough():
+        if not proc.alive():
+            raise Fail(f"the sender exited ({proc.popen.returncode}) while waiting for {what}", ctx.logs)
+        oks = [t for _, ok, t, _ in sender_events(proc) if ok and t >= after]
+        return len(oks) >= count and oks[0]
+
+    return wait_until(what, timeout, 0.25, enough)
+
+
+def consume_and_compare(ctx, ns_addr, topic, sender, name):
+    """Reads the whole topic with a fresh push consumer and compares it with what the sender
+    logged: lost = acknowledged but never read, duplicated = stored more than once (distinct queue
+    offsets), stored-unacked = read but never acknowledged. Prints them; returns the counts."""
+    events = sender_events(sender)
+    acked = {i: rest.split() for i, ok, _, rest in events if ok}
+    keys = max((i for i, _, _, _ in events), default=-1) + 1
+    dump = ctx.dir / f"{topic}.consumed.tsv"
+    c = ctx.peer("5", "Consumer", ["--namesrv", ns_addr, "--topic", topic, "--group", ctx.uniq("cg"),
+                                   "--count", keys, "--prefix", sender.prefix, "--timeout-s", 75, "--idle-s", 10,
+                                   "--dump", dump], timeout=120, expect_ok=False)
+    check(c.get("received"), f"the consumer read nothing of {topic}: {compact(c)}", c["_logs"] + ctx.logs)
+    stored = {}
+    for line in read_text(dump).splitlines():
+        parts = line.split("\t")
+        if len(parts) >= 3 and parts[0].startswith(sender.prefix + "-"):
+            stored.setdefault(int(parts[0].rsplit("-", 1)[1]), set()).add((parts[1], parts[2]))
+    lost = sorted(i for i in acked if i not in stored)
+    dups = sorted(i for i, locs in stored.items() if len(locs) > 1)
+    unacked = sorted(i for i in stored if i not in acked)
+    moved = sorted(i for i, rest in acked.items() if i in stored and len(rest) >= 3
+                   and (rest[1], rest[2]) not in stored[i])
+    print(f"# {name}: {keys} keys sent, {len(acked)} acknowledged, {sum(1 for e in events if not e[1])} failed "
+          f"attempts; consumer read {c.get('received')} distinct ({c.get('deliveries')} deliveries): "
+          f"lost {len(lost)} {lost[:10]}, duplicated {len(dups)} {dups[:10]}, stored but unacknowledged "
+          f"{len(unacked)} {unacked[:10]}, acknowledged queue offset not where it was read {len(moved)} {moved[:10]}",
+          flush=True)
+    return {"keys": keys, "acked": len(acked), "lost": len(lost), "duplicated": len(dups), "unacked": len(unacked)}
+
+
+def wait_route_master(ctx, ns_addr, topic, addr, since, timeout=60):
+    """Polls the topic's route (raw, every 100 ms) until `addr` is its id 0; returns the seconds
+    from `since` (time.monotonic())."""
+    last = {}
+
+    def promoted():
+        route = ns_route_addrs(ns_addr, topic, CTL_BROKER)
+        last["route"] = route
+        return route is not None and route.get("0") == addr
+
+    try:
+        wait_until(f"{addr} as id 0 in the route of {topic} on {ns_addr}", timeout, 0.1, promoted)
+    except Fail as e:
+        raise Fail(f"{e}; last route: {last.get('route')}", ctx.logs)
+    return time.monotonic() - since
+
+
+@scenario("controller-failover5", modes=("ours", "java"))
+def s_controller_failover5(ctx):
+    """Automatic failover with the controller embedded in the NameServer (RIP-44): two 5.5.0
+    brokers of one name in controller mode; one is elected master (id 0 in cluster info), the
+    other is slave and joins the SyncStateSet; a sender sends continuously; SIGKILL the master:
+    the slave becomes id 0 in the route within 60 s (timed) and the sender succeeds through it;
+    the old master restarted rejoins as slave (id != 0) and the SyncStateSet; a consumer reads
+    the topic and lost / duplicated messages are counted and printed (not failed on)."""
+    name = ctx.name
+    ctl_addr = f"127.0.0.1:{free_port()}"
+    ns = ctx.start_namesrv(controller=controller_props(ctx, "namesrv", {"n0": ctl_addr}, "n0"))
+    t0 = time.monotonic()
+    a = start_ctl_broker(ctx, ns.addr, ns.ctl_addr, "broker-ctl-a")
+    b = start_ctl_broker(ctx, ns.addr, ns.ctl_addr, "broker-ctl-b")
+    master, slave, addrs = wait_ctl_pair(ctx, ns.addr, [a, b])
+    print(f"# {name}: cluster info {addrs} {time.monotonic() - t0:.1f} s after the first broker's start; "
+          f"master {master.label}", flush=True)
+    meta, before = admin_ok(ctx, ns.addr, f"controllerMeta {ns.ctl_addr}",
+                            f"syncStateWait {ns.ctl_addr} {CTL_BROKER} {a.addr},{b.addr} 60")
+    check(meta.get("isLeader") and meta.get("leaderAddress") == ns.ctl_addr,
+          f"the controller {ns.ctl_addr} does not call itself leader: {compact(meta)}", ctx.logs)
+    check(before.get("masterAddress") == master.addr,
+          f"the controller's master is {before.get('masterAddress')}, cluster info's id 0 is {master.addr}: "
+          f"{compact(before)}", ctx.logs)
+    print(f"# {name}: controller leader {meta.get('leaderId')} {meta.get('leaderAddress')}; SyncStateSet "
+          f"{before.get('inSyncAddrs')} master epoch {before.get('masterEpoch')}", flush=True)
+
+    topic = ctx.uniq("ctl")
+    sender = start_sender(ctx, ns.addr, topic, "f")
+    first_ok = wait_sends(ctx, sender, 0, 1, 60, "the sender's first successful send")
+    wait_sends(ctx, sender, first_ok + 3, 1, 30, "3 s of sends through the master")
+    route = ns_route_addrs(ns.addr, topic, CTL_BROKER)
+    check(route and route.get("0") == master.addr, f"route of {topic} before the kill: {route}", ctx.logs)
+
+    killed_at, killed_mono = time.time(), time.monotonic()
+    ctx.stop(master, signal.SIGKILL, timeout=10)
+    failover = wait_route_master(ctx, ns.addr, topic, slave.addr, killed_mono, timeout=60)
+    print(f"# {name}: SIGKILL of the master -> {slave.label} ({slave.addr}) is id 0 in the route after "
+          f"{failover:.1f} s", flush=True)
+    try:
+        resumed = wait_sends(ctx, sender, killed_at, 1, 60, "a successful send after the failover")
+    except Fail as e:
+        raise Fail(f"the producer never succeeded after the failover: {e}", ctx.logs)
+    wait_sends(ctx, sender, killed_at, 20, 30, "20 successful sends after the failover")
+    print(f"# {name}: the sender's first success after the kill came {resumed - killed_at:.1f} s after it",
+          flush=True)
+
+    old = ctx.restart_broker(master)
+    t1 = time.monotonic()
+    last = {}
+
+    def rejoined():
+        got = ns_broker_addrs(ns.addr, CTL_BROKER) or {}
+        last["addrs"] = got
+        return got.get("0") == slave.addr and any(k != "0" and v == old.addr for k, v in got.items())
+
+    try:
+        wait_until(f"the old master {old.addr} back in cluster info as a slave (id != 0)", 60, 0.5, rejoined)
+    except Fail as e:
+        raise Fail(f"{e}; last: {last.get('addrs')}", ctx.logs)
+    (after,) = admin_ok(ctx, ns.addr, f"syncStateWait {ns.ctl_addr} {CTL_BROKER} {a.addr},{b.addr} 60")
+    check(after.get("masterAddress") == slave.addr and after.get("masterEpoch", 0) > before.get("masterEpoch", 0),
+          f"SyncStateSet after the failover: {compact(after)} (before: {compact(before)})", ctx.logs)
+    print(f"# {name}: the old master rejoined as slave {last['addrs']} and the SyncStateSet "
+          f"{after.get('inSyncAddrs')} {time.monotonic() - t1:.1f} s after its restart; master epoch "
+          f"{before.get('masterEpoch')} -> {after.get('masterEpoch')}", flush=True)
+    wait_sends(ctx, sender, time.time(), 10, 30, "10 successful sends with the old master back")
+    result = stop_sender(ctx, sender)
+    print(f"# {name}: sender {compact(result)}", flush=True)
+    consume_and_compare(ctx, ns.addr, topic, sender, name)
+
+
+@scenario("controller-etcd-takeover5", modes=("ours",))
+def s_controller_etcd_takeover5(ctx):
+    """Two of our NameServers, each with an embedded controller, sharing one etcd (our own keys
+    controllerEtcdEndpoints / controllerEtcdPrefix / controllerEtcdLeaseTtl): exactly one
+    controller is leader; two 5.5.0 brokers (controllerAddr = both controllers) elect a master;
+    SIGKILL the NameServer hosting the leader: the other controller calls itself leader within
+    30 s, the brokers keep their roles (same master, same master epoch), and a later failover
+    (SIGKILL the master) is decided by the survivor: the slave becomes id 0 in its route and a
+    producer sends N through it."""
+    name = ctx.name
+    # ours: two nodes sharing etcd. (Java, only to validate this scenario by hand: DLedger needs a
+    # majority to survive the kill, hence three nodes and no etcd.)
+    etcd = start_etcd(ctx) if ctx.mode == "ours" else None
+    labels = ["namesrv-a", "namesrv-b"] + (["namesrv-c"] if ctx.mode != "ours" else [])
+    nodes = {f"n{i}": f"127.0.0.1:{free_port()}" for i in range(len(labels))}
+    prefix = f"/rmq/{ctx.uniq('interop')}"
+    servers = [ctx.start_namesrv(label, controller=controller_props(ctx, label, nodes, node, etcd=etcd, prefix=prefix))
+               for label, node in zip(labels, nodes)]
+    ns_all = ";".join(s.addr for s in servers)
+    ctl_all = ";".join(s.ctl_addr for s in servers)
+
+    def leaders():
+        metas = ctx.admin(ns_all, *[f"controllerMeta {s.ctl_addr}" for s in servers])
+        leaders.last = metas
+        named = {m.get("leaderAddress") for m in metas}
+        ruling = [s for s, m in zip(servers, metas) if m.get("ok") and m.get("isLeader")]
+        return all(m.get("ok") for m in metas) and len(ruling) == 1 and named == {ruling[0].ctl_addr} and ruling[0]
+
+    leaders.last = []
+    try:
+        leader = wait_until("exactly one controller leader, named by both", 30, 1, leaders)
+    except Fail as e:
+        raise Fail(f"{e}; last: {[compact(m) for m in leaders.last]}", ctx.logs)
+    survivors = [s for s in servers if s is not leader]
+    print(f"# {name}: controller leader {leader.label} ({leader.ctl_addr})"
+          + (f"; etcd {etcd.endpoints} prefix {prefix}" if etcd else ""), flush=True)
+
+    a = start_ctl_broker(ctx, ns_all, ctl_all, "broker-ctl-a")
+    b = start_ctl_broker(ctx, ns_all, ctl_all, "broker-ctl-b")
+    master, slave, addrs = wait_ctl_pair(ctx, leader.addr, [a, b])
+    for s in survivors:
+        wait_ctl_pair(ctx, s.addr, [a, b], timeout=45)
+    (before,) = admin_ok(ctx, ns_all, f"syncStateWait {leader.ctl_addr} {CTL_BROKER} {a.addr},{b.addr} 60")
+    check(before.get("masterAddress") == master.addr, f"the controller's master: {compact(before)}", ctx.logs)
+    print(f"# {name}: cluster info {addrs}, SyncStateSet {before.get('inSyncAddrs')}, master epoch "
+          f"{before.get('masterEpoch')}", flush=True)
+
+    t0 = time.monotonic()
+    ctx.stop(leader, signal.SIGKILL, timeout=10)
+    if len(survivors) == 1:
+        survivor = survivors[0]
+        (meta,) = admin_ok(ctx, survivor.addr, f"controllerLeaderWait {survivor.ctl_addr} 30")
+    else:
+        def new_leader():
+            metas = ctx.admin(";".join(s.addr for s in survivors), *[f"controllerMeta {s.ctl_addr}" for s in survivors])
+            return next(((s, m) for s, m in zip(survivors, metas) if m.get("ok") and m.get("isLeader")), None)
+
+        survivor, meta = wait_until("a new controller leader", 30, 1, new_leader)
+    took = time.monotonic() - t0
+    check(meta.get("leaderAddress") == survivor.ctl_addr,
+          f"{survivor.ctl_addr} calls itself leader but names {meta.get('leaderAddress')}: {compact(meta)}", ctx.logs)
+    print(f"# {name}: SIGKILL of {leader.label} -> {survivor.label}'s controller is leader after {took:.1f} s "
+          f"(Admin's own start included)", flush=True)
+    # the brokers keep their roles: past a heartbeat timeout (10 s) and two metadata polls (5 s)
+    time.sleep(max(0.0, 12 - (time.monotonic() - t0)))
+    (kept,) = admin_ok(ctx, survivor.addr, f"syncStateSet {survivor.ctl_addr} {CTL_BROKER}")
+    now = ns_broker_addrs(survivor.addr, CTL_BROKER)
+    check(kept.get("masterAddress") == master.addr and kept.get("masterEpoch") == before.get("masterEpoch")
+          and now == addrs, f"roles changed after the takeover: SyncStateSet {compact(kept)} (before "
+          f"{compact(before)}), cluster info {now} (before {addrs})", ctx.logs)
+
+    # a later failover, decided by the survivor
+    topic = ctx.uniq("ctl")
+    ctx.peer("5", "Producer", ["--namesrv", survivor.addr, "--topic", topic, "--count", ctx.count, "--prefix", "p"])
+    t1 = time.monotonic()
+    ctx.stop(master, signal.SIGKILL, timeout=10)
+    failover = wait_route_master(ctx, survivor.addr, topic, slave.addr, t1, timeout=60)
+    print(f"# {name}: SIGKILL of the master -> {slave.label} is id 0 in {survivor.label}'s route after "
+          f"{failover:.1f} s", flush=True)
+    r = ctx.peer("5", "Producer", ["--namesrv", ns_all, "--topic", topic, "--count", ctx.count, "--first", ctx.count,
+                                   "--prefix", "p"])
+    check(r["brokers"] == [CTL_BROKER], f"producer after the failover: {compact(r)}", r["_logs"])
+    (after,) = admin_ok(ctx, survivor.addr, f"syncStateSet {survivor.ctl_addr} {CTL_BROKER}")
+    check(after.get("masterAddress") == slave.addr and after.get("masterEpoch", 0) > before.get("masterEpoch", 0),
+          f"the survivor's SyncStateSet after the failover: {compact(after)}", ctx.logs)
+    ctx.peer("5", "Consumer", ["--namesrv", survivor.addr, "--topic", topic, "--group", ctx.uniq("cg"),
+                               "--count", 2 * ctx.count, "--prefix", "p", "--timeout-s", 60])
+    print(f"# {name}: {2 * ctx.count} messages produced (half after the failover) and consumed; master epoch "
+          f"{before.get('masterEpoch')} -> {after.get('masterEpoch')}", flush=True)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -16,10 +16,12 @@ import org.apache.rocketmq.acl.common.AclClientRPCHook;
 import org.apache.rocketmq.acl.common.SessionCredentials;
 import org.apache.rocketmq.client.exception.MQBrokerException;
 import org.apache.rocketmq.client.exception.MQClientException;
+import org.apache.rocketmq.remoting.protocol.body.BrokerReplicasInfo;
 import org.apache.rocketmq.remoting.protocol.body.ClusterInfo;
 import org.apache.rocketmq.remoting.protocol.body.HARuntimeInfo;
 import org.apache.rocketmq.remoting.protocol.body.KVTable;
 import org.apache.rocketmq.remoting.protocol.body.TopicList;
+import org.apache.rocketmq.remoting.protocol.header.controller.GetMetaDataResponseHeader;
 import org.apache.rocketmq.remoting.protocol.route.BrokerData;
 import org.apache.rocketmq.remoting.protocol.route.QueueData;
 import org.apache.rocketmq.remoting.protocol.route.TopicRouteData;
@@ -62,6 +64,17 @@ import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
  *   getNamesrvConfig                 getNameServerConfig(all) -> configs {addr: {key: value}}
  *   updateNamesrvConfig K=V...       updateNameServerConfig(all)
  *   haStatus BROKERADDR              getBrokerHAStatus (asks the broker) -> master, masterAddr, slaves
+ *
+ * Controller (RIP-44) operations; CTL is one controller address (host:port):
+ *   controllerMeta CTL               getControllerMetaData (1005) -> group, leaderId, leaderAddress,
+ *                                    isLeader, peers
+ *   controllerLeaderWait CTL SECONDS repeat controllerMeta (every 250 ms, errors tolerated, at most
+ *                                    SECONDS) until CTL answers isLeader=true
+ *   syncStateSet CTL BROKER          getInSyncStateData (1005 to CTL for the leader, then 1006 to it)
+ *                                    -> found, masterId, masterAddress, masterEpoch,
+ *                                    syncStateSetEpoch, inSync, notInSync ([{id, addr, alive}])
+ *   syncStateWait CTL BROKER ADDRS SECONDS  repeat syncStateSet (every 500 ms, errors tolerated)
+ *                                    until the in-sync replicas' addresses are exactly ADDRS (comma list)
  */
 public final class Admin {
     private static final String PEER = "admin";
@@ -282,6 +295,57 @@ public final class Admin {
                     .with("masterCommitLogMaxOffset", ha.getMasterCommitLogMaxOffset())
                     .with("slaves", slaves);
             }
+            case "controllerMeta":
+                need(a, 1, op + " CTL");
+                return controllerMeta(admin.getControllerMetaData(a.get(0)));
+            case "controllerLeaderWait": {
+                need(a, 2, op + " CTL SECONDS");
+                long start = System.currentTimeMillis();
+                long deadline = start + 1000L * Integer.parseInt(a.get(1));
+                String last = null;
+                while (true) {
+                    try {
+                        GetMetaDataResponseHeader h = admin.getControllerMetaData(a.get(0));
+                        if (h.isLeader()) {
+                            return controllerMeta(h).with("elapsedMs", System.currentTimeMillis() - start);
+                        }
+                        last = h.toString();
+                    } catch (Exception e) {
+                        last = Util.describe(e);
+                    }
+                    if (System.currentTimeMillis() >= deadline) {
+                        throw new IllegalStateException("after " + a.get(1) + " s " + a.get(0)
+                            + " is not the controller leader; last answer: " + last);
+                    }
+                    Thread.sleep(250);
+                }
+            }
+            case "syncStateSet":
+                need(a, 2, op + " CTL BROKER");
+                return syncState(admin.getInSyncStateData(a.get(0), Arrays.asList(a.get(1))), a.get(1));
+            case "syncStateWait": {
+                need(a, 4, op + " CTL BROKER ADDRS SECONDS");
+                Set<String> want = new TreeSet<>(Arrays.asList(a.get(2).split(",")));
+                long start = System.currentTimeMillis();
+                long deadline = start + 1000L * Integer.parseInt(a.get(3));
+                Object last = null;
+                while (true) {
+                    try {
+                        Util.Obj r = syncState(admin.getInSyncStateData(a.get(0), Arrays.asList(a.get(1))), a.get(1));
+                        if (want.equals(r.get("inSyncAddrs"))) {
+                            return r.with("elapsedMs", System.currentTimeMillis() - start);
+                        }
+                        last = Util.json(r);
+                    } catch (Exception e) {
+                        last = Util.describe(e);
+                    }
+                    if (System.currentTimeMillis() >= deadline) {
+                        throw new IllegalStateException("after " + a.get(3) + " s the SyncStateSet of " + a.get(1)
+                            + " is not " + want + "; last: " + last);
+                    }
+                    Thread.sleep(500);
+                }
+            }
             default:
                 throw new IllegalArgumentException("unknown op " + op);
         }
@@ -313,6 +377,41 @@ public final class Admin {
             }
             Thread.sleep(250);
         }
+    }
+
+    private static Util.Obj controllerMeta(GetMetaDataResponseHeader h) {
+        return Util.obj().with("group", h.getGroup()).with("leaderId", h.getControllerLeaderId())
+            .with("leaderAddress", h.getControllerLeaderAddress()).with("isLeader", h.isLeader())
+            .with("peers", h.getPeers());
+    }
+
+    private static List<Object> replicas(List<BrokerReplicasInfo.ReplicaIdentity> list, Set<String> addrs) {
+        List<Object> out = new ArrayList<>();
+        if (list != null) {
+            for (BrokerReplicasInfo.ReplicaIdentity r : list) {
+                out.add(Util.obj().with("id", r.getBrokerId()).with("addr", r.getBrokerAddress())
+                    .with("alive", r.getAlive()));
+                if (addrs != null) {
+                    addrs.add(r.getBrokerAddress());
+                }
+            }
+        }
+        return out;
+    }
+
+    private static Util.Obj syncState(BrokerReplicasInfo info, String broker) {
+        BrokerReplicasInfo.ReplicasInfo ri = info == null || info.getReplicasInfoTable() == null ? null
+            : info.getReplicasInfoTable().get(broker);
+        if (ri == null) {
+            return Util.obj().with("found", false);
+        }
+        Set<String> inSyncAddrs = new TreeSet<>();
+        return Util.obj().with("found", true).with("masterId", ri.getMasterBrokerId())
+            .with("masterAddress", ri.getMasterAddress()).with("masterEpoch", ri.getMasterEpoch())
+            .with("syncStateSetEpoch", ri.getSyncStateSetEpoch())
+            .with("inSync", replicas(ri.getInSyncReplicas(), inSyncAddrs))
+            .with("notInSync", replicas(ri.getNotInSyncReplicas(), null))
+            .with("inSyncAddrs", inSyncAddrs);
     }
 
     private static Util.Obj topics(TopicList t) {

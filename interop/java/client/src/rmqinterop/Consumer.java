@@ -1,10 +1,16 @@
 package rmqinterop;
 
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Paths;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
 import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
 import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
@@ -16,6 +22,7 @@ import org.apache.rocketmq.common.message.MessageExt;
  * Push consumer (clustering, CONSUME_FROM_FIRST_OFFSET) that waits for N distinct messages.
  *
  *   Consumer --namesrv 'a;b' --topic T --group G [--count N] [--prefix P] [--timeout-s S]
+ *            [--idle-s S] [--dump PATH]
  *   Consumer --address-server [--unit-name U] --topic T ...   (with -Drocketmq.namesrv.domain=H:P)
  *
  * Counts distinct bodies starting with "P-" (what Producer sends). start() throwing because the
@@ -23,8 +30,11 @@ import org.apache.rocketmq.common.message.MessageExt;
  * rebalancing are shortened (pollNameServerInterval, -Drocketmq.client.rebalance.waitInterval
  * set by the runner) so a topic that appears a moment after start is picked up quickly.
  * With --address-server the client gets its NameServers from the HTTP address server (see
- * Util.namesrv). Result: {"ok":..,"expected":N,"received":k,"deliveries":d,"elapsedMs":..,
- * "addressServer":..,"nameServers":[..]}.
+ * Util.namesrv). --idle-s: also stop once a message has arrived and nothing new for S seconds
+ * (for a run that may have lost messages: then ok=false sooner). --dump: every delivery as a line
+ * "body TAB queueId TAB queueOffset TAB msgId" into PATH (written when the consumer stops), so the
+ * runner can find lost and duplicated messages. Result: {"ok":..,"expected":N,"received":k,
+ * "deliveries":d,"elapsedMs":..,"addressServer":..,"nameServers":[..]}.
  */
 public final class Consumer {
     private static final String PEER = "consumer";
@@ -48,15 +58,22 @@ public final class Consumer {
         String prefix = args.get("prefix", "m") + "-";
         long start = System.currentTimeMillis();
         long deadline = start + 1000L * args.getInt("timeout-s", 60);
+        long idleMs = 1000L * args.getInt("idle-s", 0);
+        String dumpPath = args.get("dump", null);
 
         Set<String> seen = ConcurrentHashMap.newKeySet();
         AtomicInteger deliveries = new AtomicInteger();
+        AtomicLong lastNew = new AtomicLong(0);
+        List<String> dump = Collections.synchronizedList(new ArrayList<>());
         MessageListenerConcurrently listener = (msgs, ctx) -> {
             for (MessageExt m : msgs) {
                 deliveries.incrementAndGet();
                 String body = new String(m.getBody(), StandardCharsets.UTF_8);
-                if (body.startsWith(prefix)) {
-                    seen.add(body);
+                if (dumpPath != null) {
+                    dump.add(body + "\t" + m.getQueueId() + "\t" + m.getQueueOffset() + "\t" + m.getMsgId());
+                }
+                if (body.startsWith(prefix) && seen.add(body)) {
+                    lastNew.set(System.currentTimeMillis());
                 }
             }
             return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
@@ -91,9 +108,18 @@ public final class Consumer {
                 }
             }
             while (seen.size() < count && System.currentTimeMillis() < deadline) {
+                long last = lastNew.get();
+                if (idleMs > 0 && last > 0 && System.currentTimeMillis() - last > idleMs) {
+                    break;
+                }
                 Thread.sleep(200);
             }
             int got = seen.size();
+            if (dumpPath != null) {
+                synchronized (dump) {
+                    Files.write(Paths.get(dumpPath), dump, StandardCharsets.UTF_8);
+                }
+            }
             Util.Obj r = Util.obj()
                 .with("ok", got >= count)
                 .with("topic", topic)
