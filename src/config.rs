@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::controller_config::ControllerConfig;
 pub use rmq_actors::access::settings::{AccessSettings, ClassSetting, PolicyKind, Profile};
 pub use rmq_actors::settings::{
     expand_home, InvalidSetting, KvSettings, RegistrySettings, ResponseSerialize, ServerSettings,
@@ -54,6 +55,8 @@ pub struct Config {
     pub http: HttpConfig,
     /// Access control: request classes, policies, accounts, the audit log (docs/access.md).
     pub access: AccessSettings,
+    /// The embedded 5.x controller (docs/controller.md).
+    pub controller: ControllerConfig,
     /// Properties of a Java `namesrv.properties` we have no equivalent for; GET_NAMESRV_CONFIG
     /// shows them, as Java does.
     #[serde(skip)]
@@ -386,6 +389,7 @@ impl Config {
         self.http.validate()?;
         self.log.validate()?;
         self.access.validate()?;
+        self.controller.validate()?;
         let ct = &self.cluster_test;
         if ct.enabled && ct.product_env_addrs().is_empty() {
             return Err(invalid(

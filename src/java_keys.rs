@@ -114,6 +114,53 @@ pub const JAVA_KEYS: &[JavaKey] = &[
         "server.shutdown_wait",
         Kind::Seconds,
     ),
+    key(
+        "enableControllerInNamesrv",
+        "controller.enabled",
+        Kind::Bool,
+    ),
+];
+
+/// The embedded controller's Java properties (`ControllerConfig`), ours under `[controller]`,
+/// and our etcd keys. Read from a `.properties` file given to `--config`; the controller's own
+/// GET_CONTROLLER_CONFIG shows them, GET_NAMESRV_CONFIG does not (as in Java).
+pub const CONTROLLER_PROPERTY_KEYS: &[JavaKey] = &[
+    key("controllerType", "controller.type", Kind::Text),
+    key("controllerDLegerGroup", "controller.group", Kind::Text),
+    key("controllerDLegerPeers", "controller.peers", Kind::Text),
+    key("controllerDLegerSelfId", "controller.self_id", Kind::Text),
+    key("controllerStorePath", "controller.store_path", Kind::Path),
+    key(
+        "enableElectUncleanMaster",
+        "controller.elect_unclean_master",
+        Kind::Bool,
+    ),
+    key(
+        "notifyBrokerRoleChanged",
+        "controller.notify_broker_role_changed",
+        Kind::Bool,
+    ),
+    key(
+        "scanInactiveMasterInterval",
+        "controller.scan_inactive_master_interval",
+        Kind::Millis,
+    ),
+    key(
+        "electMasterMaxRetryCount",
+        "controller.elect_master_max_retry_count",
+        Kind::Count,
+    ),
+    key(
+        "controllerEtcdEndpoints",
+        "controller.etcd_endpoints",
+        Kind::Text,
+    ),
+    key("controllerEtcdPrefix", "controller.etcd_prefix", Kind::Text),
+    key(
+        "controllerEtcdLeaseTtl",
+        "controller.etcd_lease_ttl",
+        Kind::Text,
+    ),
 ];
 
 /// Java's `tls.*` system properties (Java: `TlsSystemConfig`), ours under `[tls]`. Accepted in a
@@ -244,7 +291,8 @@ pub fn no_effect_reason(java: &str) -> &'static str {
         || java.starts_with("metric")
         || CONTROLLER_KEYS.contains(&java)
     {
-        "a setting of the embedded controller, which is not built"
+        "a setting of the embedded controller this server does not use (DLedger/jRaft \
+         internals, metrics exporters)"
     } else {
         "not a NameServer setting this server knows (a typo?)"
     }
@@ -338,7 +386,8 @@ pub fn properties_to_toml(
         );
     }
     for (java, text) in props {
-        match find(java) {
+        let controller = CONTROLLER_PROPERTY_KEYS.iter().find(|k| k.java == java);
+        match find(java).or(controller) {
             Some(key) => set_path(&mut root, key.ours, to_ours(key, text)?),
             None if java == "bindAddress" || java == "listenPort" => {}
             None => {

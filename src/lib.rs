@@ -47,6 +47,8 @@
 //! The actors run under supervisors; see the README for what survives a restart.
 
 pub mod config;
+pub mod controller_config;
+pub mod controller_port;
 pub mod health;
 mod http;
 pub mod java_keys;

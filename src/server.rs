@@ -12,6 +12,7 @@ use rmq_actors::access::{AccessClass, AccessControl};
 #[cfg(debug_assertions)]
 use rmq_actors::contain::InjectPanic;
 use rmq_actors::contain::{GetHealth, Recover};
+use rmq_actors::controller::Controller;
 use rmq_actors::dispatch::Services;
 use rmq_actors::housekeeping::Housekeeping;
 use rmq_actors::kv::{KvError, KvStore, KvTables};
@@ -31,6 +32,7 @@ use rmq_transport::{ProxyProtocolSettings, TlsMode};
 use tracing::{info, warn};
 
 use crate::config::{expand_home, Config};
+use crate::controller_port::{ControllerPort, ControllerStartError, Shared};
 pub use crate::health::{ActorStatus, Health};
 use crate::http::{HttpPort, Observed};
 use crate::product_env::ProductEnv;
@@ -62,6 +64,8 @@ pub enum StartError {
         #[source]
         source: std::io::Error,
     },
+    #[error(transparent)]
+    Controller(#[from] ControllerStartError),
     #[error("no actix System is running; start the NameServer from inside one")]
     NoSystem,
     #[error("cannot listen on {addr} (http.listen): {source}")]
@@ -194,6 +198,7 @@ impl NameServer {
         } else {
             None
         };
+        let env_tls = client_tls.clone();
         let product_env = config.cluster_test.enabled.then(|| {
             let name = config.cluster_test.product_env_name.clone();
             let addrs = config.cluster_test.product_env_addrs();
@@ -202,7 +207,7 @@ impl NameServer {
                     name.clone(),
                     addrs.clone(),
                     PRODUCT_ENV_TIMEOUT,
-                    client_tls.clone(),
+                    env_tls.clone(),
                 )
             })
         });
@@ -231,34 +236,51 @@ impl NameServer {
             first_byte_timeout: Some(config.tls.handshake_timeout),
             ..front_door.clone()
         };
+        let controller_door = front_door.clone();
+        let mut services = None;
         let listener = Listener::create(|_ctx| {
             #[cfg(debug_assertions)]
             let mut faults = contained.fault_targets();
             #[cfg(debug_assertions)]
             faults.push(("listener", _ctx.address().recipient()));
+            let these = Services {
+                routes: routes.clone(),
+                kv: kv.clone(),
+                config_reader: runtime.clone().recipient(),
+                config_writer: runtime.recipient(),
+                product_env: product_env.map(Addr::recipient),
+                opened: housekeeping.clone().recipient(),
+                closed: housekeeping.clone().recipient(),
+                went_away: housekeeping.clone().recipient(),
+                limits: limits.clone(),
+                route_cache,
+                access: Arc::clone(&access),
+                audit: audit.clone().recipient(),
+                controller: None,
+                #[cfg(debug_assertions)]
+                faults,
+            };
+            services = Some(these.clone());
             Listener::new(ListenerSetup {
                 listener,
                 front_door,
                 workers: workers.iter().map(Arbiter::handle).collect(),
                 settings: config.server.clone(),
-                services: Services {
-                    routes: routes.clone(),
-                    kv: kv.clone(),
-                    config_reader: runtime.clone().recipient(),
-                    config_writer: runtime.recipient(),
-                    product_env: product_env.map(Addr::recipient),
-                    opened: housekeeping.clone().recipient(),
-                    closed: housekeeping.clone().recipient(),
-                    went_away: housekeeping.clone().recipient(),
-                    limits: limits.clone(),
-                    route_cache,
-                    access: Arc::clone(&access),
-                    audit: audit.clone().recipient(),
-                    #[cfg(debug_assertions)]
-                    faults,
-                },
+                services: these,
             })
         });
+        let controller = match services {
+            Some(services) => crate::controller_port::start(
+                &config,
+                Shared {
+                    front_door: controller_door,
+                    workers: &workers,
+                    services,
+                    client_tls,
+                },
+            )?,
+            None => None,
+        };
         let access_guard = acl_path.map(|path| {
             rmq_actors::access::guard::describe(&accounts, "loaded");
             let subscribers: Vec<_> = contained
@@ -339,6 +361,16 @@ impl NameServer {
 
         let mut arbiters = workers;
         arbiters.push(registry_arbiter);
+        let controller = controller.map(|port| {
+            let ControllerPort {
+                addr,
+                controller,
+                listener,
+                arbiter,
+            } = port;
+            arbiters.push(arbiter);
+            (addr, controller, listener)
+        });
         Ok(NameServerHandle {
             local_addr,
             routes,
@@ -358,6 +390,7 @@ impl NameServer {
                 .then_some(config.server.shutdown_wait),
             http,
             accepting,
+            controller,
         })
     }
 }
@@ -458,12 +491,19 @@ pub struct NameServerHandle {
     http: Option<HttpPort>,
     /// Tells the HTTP port's `/ready` that a stop began.
     accepting: tokio::sync::watch::Sender<bool>,
+    /// The embedded controller: its address, actor and listener (when enabled).
+    controller: Option<(SocketAddr, Addr<Controller>, Addr<Listener>)>,
 }
 
 impl NameServerHandle {
     /// The address the server listens on (with the real port when it was bound to port 0).
     pub fn local_addr(&self) -> SocketAddr {
         self.local_addr
+    }
+
+    /// The embedded controller's address, when `controller.enabled`.
+    pub fn controller_addr(&self) -> Option<SocketAddr> {
+        self.controller.as_ref().map(|(addr, _, _)| *addr)
     }
 
     /// The route registry: send it the typed messages of [`rmq_actors::messages`].
@@ -572,6 +612,10 @@ impl NameServerHandle {
         }
         self.listener.do_send(StopAccepting);
         let deadline = Instant::now() + self.shutdown_grace;
+        if let Some((_, controller, listener)) = &self.controller {
+            listener.do_send(StopAccepting);
+            let _ = controller.send(CloseAll { deadline }).await;
+        }
         match self.housekeeping.send(CloseAll { deadline }).await {
             Ok(0) => info!("all connections closed"),
             Ok(open) => warn!(

@@ -25,7 +25,7 @@ const ACTORS: Ladder = Ladder {
         &["settings"],
         &["messages"],
         &["registry", "response", "route_cache", "limits"],
-        &["kv", "housekeeping", "tls_reload", "metrics", "access"],
+        &["kv", "housekeeping", "tls_reload", "metrics", "access", "controller"],
         &["dispatch"],
         &["worker", "registration"],
         &["connection", "collect"],
@@ -36,10 +36,10 @@ const ACTORS: Ladder = Ladder {
 const DAEMON: Ladder = Ladder {
     src: "src",
     rungs: &[
-        &["java_keys", "health", "notify"],
+        &["java_keys", "health", "notify", "controller_config"],
         &["config"],
         &["java_props", "logging"],
-        &["runtime_config", "product_env", "http"],
+        &["runtime_config", "product_env", "http", "controller_port"],
         &["server"],
     ],
 };

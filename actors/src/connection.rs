@@ -585,6 +585,10 @@ impl Responder for Answering<'_> {
         self.conn.authorize(cmd, &mut self.reply_to)
     }
 
+    fn conn_id(&self) -> ConnId {
+        self.conn.id
+    }
+
     fn route_cache_counted(&mut self, hit: bool) {
         self.conn.share.count(|m| {
             if hit {

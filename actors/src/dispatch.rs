@@ -21,12 +21,13 @@ use rmq_protocol::{RemotingCommand, RequestCode};
 
 use crate::access::audit::{audited, AuditEvent};
 use crate::access::{AccessClass, AccessControl};
+use crate::controller::{requests, Controller, ControllerRequest};
 use crate::kv::KvStore;
 use crate::limits::Limits;
 use crate::messages::*;
 use crate::registry::RouteRegistry;
 use crate::response::{not_supported, system_error, IntoResponse};
-use crate::route::{BrokerInstance, Unregistration};
+use crate::route::{BrokerInstance, ConnId, Unregistration};
 use crate::route_cache::{CacheId, WorkerCache};
 
 /// The actors that answer requests, and the lifecycle of connections; shared by all connections.
@@ -53,6 +54,9 @@ pub struct Services {
     pub access: Arc<AccessControl>,
     /// Where audited requests are written.
     pub audit: Recipient<AuditEvent>,
+    /// On the controller's port only: the controller, which then answers every request (the
+    /// NameServer's codes are not served there, as on Java's controller port).
+    pub controller: Option<Addr<Controller>>,
     /// Builds with debug assertions only: the actors a [`FAULT_INJECTION`] request can make
     /// panic, by name (docs/actors.md#supervision-and-panics).
     #[cfg(debug_assertions)]
@@ -116,6 +120,8 @@ pub trait Responder {
     /// (crate::access); the error is the answer (NO_PERMISSION). No default: a responder that
     /// forgot it would let every request through.
     fn authorize(&mut self, cmd: &RemotingCommand) -> Result<(), RemotingCommand>;
+    /// The connection's id.
+    fn conn_id(&self) -> ConnId;
 }
 
 /// Sends `cmd` to the actor that answers its code, or answers it at once.
@@ -131,6 +137,9 @@ fn route(
     out: &mut impl Responder,
 ) -> Result<(), RemotingCommand> {
     use RequestCode as C;
+    if let Some(controller) = &to.controller {
+        return controller_route(cmd, controller, to, out);
+    }
     let code = cmd.request_code();
     // Access control first, even before a route query from the cache; nothing to do when
     // every class is open and the code is not audited.
@@ -197,6 +206,27 @@ fn route(
         FAULT_INJECTION => out.answer(inject_fault(cmd, to)),
         _ => return Err(not_supported(cmd.code)),
     }
+    Ok(())
+}
+
+/// A request on the controller's port: access control, admission, then the controller.
+fn controller_route(
+    cmd: &RemotingCommand,
+    controller: &Addr<Controller>,
+    to: &Services,
+    out: &mut impl Responder,
+) -> Result<(), RemotingCommand> {
+    if !to.access.policies.all_open() {
+        out.authorize(cmd)?;
+    }
+    let call = requests::decode(cmd)?;
+    if !matches!(call, requests::Call::Heartbeat(_)) {
+        out.admit(Class::Write)?;
+    }
+    out.answer_later(controller.send(ControllerRequest {
+        call,
+        conn: out.conn_id(),
+    }));
     Ok(())
 }
 

@@ -21,6 +21,7 @@ pub mod access;
 pub mod background;
 pub mod collect;
 pub mod connection;
+pub mod controller;
 pub mod dispatch;
 pub mod file_watch;
 pub mod housekeeping;

@@ -53,12 +53,13 @@ pub struct Bounds {
 }
 
 thread_local! {
-    static SHARES: RefCell<HashMap<CacheId, Weak<WorkerShare>>> = RefCell::new(HashMap::new());
+    /// By server and port: (its cache id, whether the port is the controller's).
+    static SHARES: RefCell<HashMap<(CacheId, bool), Weak<WorkerShare>>> = RefCell::new(HashMap::new());
 }
 
 impl WorkerShare {
-    /// This thread's share for the server whose services these are; made by its first
-    /// connection here, dropped with its last.
+    /// This thread's share for the server and port whose services these are; made by its
+    /// first connection here, dropped with its last.
     pub fn of_this_thread(
         services: &Services,
         settings: &ServerSettings,
@@ -66,7 +67,8 @@ impl WorkerShare {
     ) -> Rc<WorkerShare> {
         SHARES.with(|shares| {
             let mut shares = shares.borrow_mut();
-            if let Some(share) = shares.get(&services.route_cache).and_then(Weak::upgrade) {
+            let key = (services.route_cache, services.controller.is_some());
+            if let Some(share) = shares.get(&key).and_then(Weak::upgrade) {
                 return share;
             }
             shares.retain(|_, share| share.strong_count() > 0);
@@ -75,7 +77,7 @@ impl WorkerShare {
                 settings.clone(),
                 listener.clone(),
             ));
-            shares.insert(services.route_cache, Rc::downgrade(&share));
+            shares.insert(key, Rc::downgrade(&share));
             share
         })
     }
@@ -112,9 +114,9 @@ impl WorkerShare {
         }
     }
 
-    /// This thread's share of NameServer `id`, while a connection holds it.
+    /// This thread's share of NameServer `id`'s own port, while a connection holds it.
     pub fn find(id: CacheId) -> Option<Rc<WorkerShare>> {
-        SHARES.with(|shares| shares.borrow().get(&id).and_then(Weak::upgrade))
+        SHARES.with(|shares| shares.borrow().get(&(id, false)).and_then(Weak::upgrade))
     }
 }
 

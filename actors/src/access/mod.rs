@@ -90,6 +90,26 @@ impl AccessClass {
         })
     }
 
+    /// The class of a request on the controller's port (docs/access.md): what brokers send is
+    /// `broker` (1002 included: brokers elect themselves; `mqadmin electMaster` needs the same
+    /// right), the admin tools' reads `admin_read`, their changes `admin_write`.
+    pub fn of_controller(code: RequestCode) -> Option<AccessClass> {
+        use RequestCode as C;
+        Some(match code {
+            C::BROKER_HEARTBEAT
+            | C::CONTROLLER_ALTER_SYNC_STATE_SET
+            | C::CONTROLLER_ELECT_MASTER
+            | C::CONTROLLER_REGISTER_BROKER
+            | C::CONTROLLER_GET_REPLICA_INFO
+            | C::CONTROLLER_GET_METADATA_INFO
+            | C::CONTROLLER_GET_NEXT_BROKER_ID
+            | C::CONTROLLER_APPLY_BROKER_ID => AccessClass::Broker,
+            C::CONTROLLER_GET_SYNC_STATE_DATA | C::GET_CONTROLLER_CONFIG => AccessClass::AdminRead,
+            C::UPDATE_CONTROLLER_CONFIG | C::CLEAN_BROKER_DATA => AccessClass::AdminWrite,
+            _ => return None,
+        })
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             AccessClass::Broker => "broker",

@@ -20,7 +20,13 @@ impl Connection {
         cmd: &RemotingCommand,
         reply_to: &mut ReplyTo,
     ) -> Result<(), RemotingCommand> {
-        let Some(class) = AccessClass::of(cmd.request_code()) else {
+        let code = cmd.request_code();
+        let class = if self.share.services.controller.is_some() {
+            AccessClass::of_controller(code)
+        } else {
+            AccessClass::of(code)
+        };
+        let Some(class) = class else {
             return Ok(());
         };
         let services = &self.share.services;

@@ -1,0 +1,162 @@
+//! The controller's heartbeat table (Java's `DefaultBrokerHeartbeatManager`): which brokers are
+//! alive, and what they last reported for elections. Local to each controller node, never
+//! stored: brokers heartbeat every controller they reach. Pure: time is passed in.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use rmq_protocol::custom_headers::BrokerHeartbeatHeader;
+
+use super::replicas::{LiveInfo, Liveness};
+use crate::route::ConnId;
+
+/// The timeout of a heartbeat that names none (Java's default `controllerHeartBeatTimeoutMills`).
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// (cluster, broker name, broker id).
+type Key = (String, String, i64);
+
+#[derive(Debug, Clone)]
+struct Entry {
+    last: Instant,
+    timeout: Duration,
+    /// The connection of the entry's first heartbeat: closing it removes the entry.
+    conn: ConnId,
+    address: String,
+    info: LiveInfo,
+}
+
+/// One heartbeat table, evaluated at `now` for [`Liveness`].
+#[derive(Debug, Default)]
+pub struct Heartbeats {
+    entries: HashMap<Key, Entry>,
+}
+
+/// A broker that stopped being alive: its key and address.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lost {
+    pub cluster: String,
+    pub name: String,
+    pub id: i64,
+    pub address: String,
+    pub conn: ConnId,
+}
+
+impl Heartbeats {
+    /// Records a heartbeat (904) that names a broker id. Epoch and offsets are replaced only by
+    /// newer ones (a higher epoch, or the same with a higher max offset), as Java does.
+    pub fn beat(&mut self, h: &BrokerHeartbeatHeader, id: i64, conn: ConnId, now: Instant) {
+        let timeout = h
+            .heartbeat_timeout_mills
+            .and_then(|ms| u64::try_from(ms).ok())
+            .map_or(DEFAULT_TIMEOUT, Duration::from_millis);
+        let reported = LiveInfo {
+            epoch: h.epoch.unwrap_or(-1),
+            max_offset: h.max_offset.unwrap_or(-1),
+            priority: h.election_priority.unwrap_or(i32::MAX),
+        };
+        let key = (
+            h.cluster_name.clone(),
+            h.broker_name.clone().unwrap_or_default(),
+            id,
+        );
+        match self.entries.get_mut(&key) {
+            Some(entry) => {
+                entry.last = now;
+                entry.timeout = timeout;
+                entry.address.clone_from(&h.broker_addr);
+                entry.info.priority = reported.priority;
+                let newer = reported.epoch > entry.info.epoch
+                    || (reported.epoch == entry.info.epoch
+                        && reported.max_offset > entry.info.max_offset);
+                if newer {
+                    entry.info.epoch = reported.epoch;
+                    entry.info.max_offset = reported.max_offset;
+                }
+            }
+            None => {
+                self.entries.insert(
+                    key,
+                    Entry {
+                        last: now,
+                        timeout,
+                        conn,
+                        address: h.broker_addr.clone(),
+                        info: reported,
+                    },
+                );
+            }
+        }
+    }
+
+    /// Removes the brokers whose heartbeats came on `conn` (it closed).
+    pub fn closed(&mut self, conn: ConnId) -> Vec<Lost> {
+        self.remove_where(|e| e.conn == conn)
+    }
+
+    /// Removes the brokers whose heartbeat is older than their timeout.
+    pub fn expire(&mut self, now: Instant) -> Vec<Lost> {
+        self.remove_where(|e| e.last + e.timeout < now)
+    }
+
+    fn remove_where(&mut self, gone: impl Fn(&Entry) -> bool) -> Vec<Lost> {
+        let keys: Vec<Key> = self
+            .entries
+            .iter()
+            .filter(|(_, e)| gone(e))
+            .map(|(k, _)| k.clone())
+            .collect();
+        keys.into_iter()
+            .filter_map(|key| {
+                let entry = self.entries.remove(&key)?;
+                let (cluster, name, id) = key;
+                Some(Lost {
+                    cluster,
+                    name,
+                    id,
+                    address: entry.address,
+                    conn: entry.conn,
+                })
+            })
+            .collect()
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The table as seen at `now`.
+    pub fn at(&self, now: Instant) -> LiveAt<'_> {
+        LiveAt { table: self, now }
+    }
+}
+
+/// [`Heartbeats`] at one instant.
+pub struct LiveAt<'a> {
+    table: &'a Heartbeats,
+    now: Instant,
+}
+
+impl LiveAt<'_> {
+    fn entry(&self, cluster: &str, name: &str, id: i64) -> Option<&Entry> {
+        let key = (cluster.to_owned(), name.to_owned(), id);
+        self.table
+            .entries
+            .get(&key)
+            .filter(|e| e.last + e.timeout >= self.now)
+    }
+}
+
+impl Liveness for LiveAt<'_> {
+    fn alive(&self, cluster: &str, name: &str, id: i64) -> bool {
+        self.entry(cluster, name, id).is_some()
+    }
+
+    fn info(&self, cluster: &str, name: &str, id: i64) -> Option<LiveInfo> {
+        self.entry(cluster, name, id).map(|e| e.info)
+    }
+}

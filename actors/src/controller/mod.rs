@@ -1,0 +1,509 @@
+//! The 5.x controller embedded in the NameServer (RIP-44, docs/controller.md): broker ids,
+//! master elections and SyncStateSets for brokers in controller mode.
+//!
+//! One [`Controller`] actor owns the in-memory view of every broker set ([`replicas`]) and the
+//! heartbeat table ([`heartbeats`]). A request that changes a set is checked against the view,
+//! its change is committed by the store ([`store`]: a local file, or etcd shared by several
+//! NameServers) and only then answered, one change at a time. Elections after a master is lost
+//! are its own requests, triggered by a closed connection, an expired heartbeat or the periodic
+//! sweep; their outcome is announced to the brokers ([`notify`]).
+
+pub mod etcd;
+pub mod file_store;
+pub mod heartbeats;
+pub mod notify;
+pub mod replicas;
+pub mod requests;
+pub mod store;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use actix::prelude::*;
+use rmq_protocol::controller::{remark, GetMetadataResponseHeader, NotifyBrokerRoleChangedHeader};
+use rmq_protocol::custom_headers::CommandHeader;
+use rmq_protocol::{RemotingCommand, ResponseCode};
+use rustls::ClientConfig;
+use tracing::{info, warn};
+
+use crate::messages::{CloseAll, CloseConnection, ConnectionClosed, ConnectionOpened};
+use crate::response::system_error;
+use crate::route::ConnId;
+use heartbeats::{Heartbeats, Lost};
+use replicas::{Decision, ReplicaTables};
+use requests::Call;
+use store::{Commit, LeaderInfo, Revision, StoreError, StoreEvent};
+
+/// How long a change may wait for the store before the request is answered SYSTEM_ERROR.
+const COMMIT_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// How the controller is configured (Java's `ControllerConfig` keys, docs/controller.md).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ControllerSettings {
+    /// `controllerDLegerGroup`: 1005's `group`.
+    pub group: String,
+    /// `controllerDLegerPeers`: (node id, controller address) of every node.
+    pub peers: Vec<(String, String)>,
+    /// `controllerDLegerSelfId`.
+    pub self_id: String,
+    /// `enableElectUncleanMaster`.
+    pub elect_unclean: bool,
+    /// `notifyBrokerRoleChanged`.
+    pub notify_role_changed: bool,
+    /// `scanNotActiveBrokerInterval`: the heartbeat-expiry scan.
+    pub scan_not_active_broker_interval: Duration,
+    /// `scanInactiveMasterInterval`: the leader's sweep for sets whose master is gone.
+    pub scan_inactive_master_interval: Duration,
+    /// `electMasterMaxRetryCount`: tries of an election the controller starts itself.
+    pub elect_max_retry: u32,
+    /// Every setting as properties (1010), Java's names.
+    pub properties: BTreeMap<String, String>,
+    /// Keys 1009 may not change (`configBlackList`).
+    pub black_list: Vec<String>,
+}
+
+impl ControllerSettings {
+    /// This node's id and controller address.
+    pub fn me(&self) -> LeaderInfo {
+        let address = self
+            .peers
+            .iter()
+            .find(|(id, _)| *id == self.self_id)
+            .map(|(_, addr)| addr.clone())
+            .unwrap_or_default();
+        LeaderInfo {
+            id: self.self_id.clone(),
+            address,
+        }
+    }
+
+    /// 1005's `peers`: `n0:host:port;n1:host:port;`.
+    fn peers_text(&self) -> String {
+        self.peers
+            .iter()
+            .map(|(id, addr)| format!("{id}:{addr};"))
+            .collect()
+    }
+}
+
+/// A controller request from a connection of the controller's port.
+#[derive(Debug, Message)]
+#[rtype(result = "RemotingCommand")]
+pub struct ControllerRequest {
+    pub call: Call,
+    pub conn: ConnId,
+}
+
+/// The state of leadership as this node sees it.
+#[derive(Debug, Clone, Default)]
+struct Leadership {
+    leader: Option<LeaderInfo>,
+    is_self: bool,
+    /// The store revision the view must reach before a new leader serves.
+    caught_up: Revision,
+}
+
+/// Owner of the controller's view, heartbeat table and leadership (module docs).
+pub struct Controller {
+    settings: ControllerSettings,
+    store: Recipient<Commit>,
+    tables: ReplicaTables,
+    /// The highest store revision applied to the view.
+    applied: Revision,
+    heartbeats: Heartbeats,
+    leadership: Leadership,
+    /// Connections of the controller port, to close a broker whose heartbeats expired.
+    connections: HashMap<ConnId, Recipient<CloseConnection>>,
+    /// TLS for the outbound notifications, when brokers are reached over TLS.
+    client_tls: Option<Arc<ClientConfig>>,
+}
+
+impl Controller {
+    pub fn new(
+        settings: ControllerSettings,
+        store: Recipient<Commit>,
+        client_tls: Option<Arc<ClientConfig>>,
+    ) -> Self {
+        Controller {
+            settings,
+            store,
+            tables: ReplicaTables::default(),
+            applied: 0,
+            heartbeats: Heartbeats::default(),
+            leadership: Leadership::default(),
+            connections: HashMap::new(),
+            client_tls,
+        }
+    }
+
+    /// Whether leader-only requests are served: leader, and the view caught up.
+    fn serving(&self) -> bool {
+        self.leadership.is_self && self.applied >= self.leadership.caught_up
+    }
+
+    fn not_leader() -> RemotingCommand {
+        RemotingCommand::response(
+            ResponseCode::CONTROLLER_NOT_LEADER,
+            Some(remark::NOT_LEADER.to_owned()),
+        )
+    }
+
+    /// 1005.
+    fn metadata(&self) -> RemotingCommand {
+        let leader = self.leadership.leader.as_ref();
+        let header = GetMetadataResponseHeader {
+            group: Some(self.settings.group.clone()),
+            controller_leader_id: leader.map(|l| l.id.clone()),
+            controller_leader_address: leader.map(|l| l.address.clone()),
+            is_leader: self.serving(),
+            peers: Some(self.settings.peers_text()),
+        };
+        RemotingCommand::success().with_ext_fields(header.to_ext())
+    }
+
+    /// 1010.
+    fn config(&self) -> RemotingCommand {
+        let text = rmq_protocol::properties::format(
+            self.settings
+                .properties
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str())),
+        );
+        RemotingCommand::success().with_body(text.into_bytes())
+    }
+
+    /// 1009: the keys that take effect at once are applied; every key is kept for 1010.
+    fn update_config(&mut self, body: &[u8]) -> RemotingCommand {
+        let Ok(text) = std::str::from_utf8(body) else {
+            return system_error("string2Properties error");
+        };
+        let Ok(props) = rmq_protocol::properties::parse(text) else {
+            return system_error("string2Properties error");
+        };
+        const ALWAYS: [&str; 3] = ["configBlackList", "configStorePath", "rocketmqHome"];
+        if props.keys().any(|k| {
+            ALWAYS.contains(&k.as_str()) || self.settings.black_list.iter().any(|b| b == k)
+        }) {
+            return RemotingCommand::response(
+                ResponseCode::NO_PERMISSION,
+                Some(remark::CONFIG_BLACK_LIST.to_owned()),
+            );
+        }
+        for (key, value) in props {
+            let known = self.settings.properties.contains_key(&key);
+            match key.as_str() {
+                "enableElectUncleanMaster" => {
+                    self.settings.elect_unclean = value.trim().eq_ignore_ascii_case("true")
+                }
+                "notifyBrokerRoleChanged" => {
+                    self.settings.notify_role_changed = value.trim().eq_ignore_ascii_case("true")
+                }
+                "electMasterMaxRetryCount" => {
+                    if let Ok(n) = value.trim().parse() {
+                        self.settings.elect_max_retry = n;
+                    }
+                }
+                _ => {}
+            }
+            // Unknown keys are ignored, as Java's reflection ignores them.
+            if known {
+                info!(key = %key, value = %value, "controller configuration updated");
+                self.settings.properties.insert(key, value);
+            }
+        }
+        RemotingCommand::success()
+    }
+
+    /// Answers `call`; a change is committed first (the returned future does it).
+    fn decide(&mut self, call: Call, conn: ConnId) -> Result<Decision, RemotingCommand> {
+        let now = Instant::now();
+        if call.leader_only() && !self.serving() {
+            return Err(Self::not_leader());
+        }
+        let live = self.heartbeats.at(now);
+        let tables = &self.tables;
+        Ok(match call {
+            Call::Heartbeat(h) => {
+                if let Some(id) = h.broker_id {
+                    self.heartbeats.beat(&h, id, conn, now);
+                }
+                return Err(RemotingCommand::response(
+                    ResponseCode::SUCCESS,
+                    Some(remark::HEARTBEAT_SUCCESS.to_owned()),
+                ));
+            }
+            Call::Metadata => return Err(self.metadata()),
+            Call::GetConfig => return Err(self.config()),
+            Call::UpdateConfig(body) => return Err(self.update_config(&body)),
+            Call::SyncStateData(None) => {
+                return Err(system_error(remark::NOT_SET));
+            }
+            Call::SyncStateData(Some(names)) => {
+                return Err(tables.sync_state_data(&names, &live));
+            }
+            Call::AlterSyncStateSet(h, set) => tables.alter_sync_state_set(&h, &set, &live),
+            Call::ElectMaster(h) => tables.elect_master(
+                &h.broker_name,
+                Some(h.broker_id),
+                h.designate_elect,
+                self.settings.elect_unclean,
+                &live,
+            ),
+            Call::RegisterBroker(h) => tables.register_broker(&h, &live),
+            Call::ReplicaInfo(h) => tables.replica_info(&h),
+            Call::CleanBrokerData(h) => tables.clean_broker_data(&h, &live),
+            Call::NextBrokerId(h) => tables.next_broker_id(&h),
+            Call::ApplyBrokerId(h) => tables.apply_broker_id(&h),
+        })
+    }
+
+    /// Commits `decision`'s change (if any), applies it, announces an election, and answers.
+    fn carry_out(
+        &mut self,
+        decision: Decision,
+    ) -> impl ActorFuture<Self, Output = RemotingCommand> + 'static {
+        let Decision {
+            response,
+            change,
+            elected,
+        } = decision;
+        let commit = change.map(|c| {
+            let send = self.store.send(Commit {
+                name: c.name.clone(),
+                expected: c.expected,
+                record: c.record.clone(),
+            });
+            (c, async move {
+                tokio::time::timeout(COMMIT_TIMEOUT, send).await
+            })
+        });
+        let (change, pending) = match commit {
+            Some((c, fut)) => (Some(c), Some(fut)),
+            None => (None, None),
+        };
+        async move {
+            match pending {
+                Some(fut) => Some(fut.await),
+                None => None,
+            }
+        }
+        .into_actor(self)
+        .map(move |outcome, act, _| {
+            let Some(change) = change else {
+                return response;
+            };
+            let committed = match outcome {
+                Some(Ok(Ok(Ok(revision)))) => revision,
+                Some(Ok(Ok(Err(StoreError::NotLeader)))) => return Self::not_leader(),
+                Some(Ok(Ok(Err(e)))) => {
+                    warn!(set = %change.name, error = %e, "controller change not committed");
+                    return system_error(format!("controller change not committed: {e}"));
+                }
+                Some(Ok(Err(e))) => {
+                    return system_error(format!("controller store unreachable: {e}"))
+                }
+                Some(Err(_)) | None => {
+                    return system_error(format!(
+                        "controller store did not answer within {COMMIT_TIMEOUT:?}"
+                    ))
+                }
+            };
+            act.apply(&change.name, change.record, committed);
+            if let Some(elected) = elected {
+                info!(broker = %change.name, master = ?elected.header.master_broker_id,
+                    epoch = ?elected.header.master_epoch, "new master elected");
+                act.announce(elected);
+            }
+            response
+        })
+    }
+
+    fn apply(&mut self, name: &str, record: Option<replicas::BrokerSet>, revision: Revision) {
+        self.tables.apply(name, record, revision);
+        self.applied = self.applied.max(revision);
+    }
+
+    /// NOTIFY_BROKER_ROLE_CHANGED to the live members of an election's set.
+    fn announce(&self, elected: replicas::Elected) {
+        if !self.settings.notify_role_changed {
+            return;
+        }
+        let header = NotifyBrokerRoleChangedHeader::from(&elected.header);
+        let cmd = notify::role_changed(&header, &elected.sync_state);
+        for (_, addr) in elected.members {
+            actix::spawn(notify::send_oneway(
+                addr,
+                cmd.clone(),
+                self.client_tls.clone(),
+            ));
+        }
+    }
+
+    /// Brokers lost (connection closed, heartbeat expired): on the leader, a lost master
+    /// starts an election.
+    fn lost(&mut self, lost: Vec<Lost>, ctx: &mut Context<Self>) {
+        for broker in lost {
+            info!(cluster = %broker.cluster, broker = %broker.name, id = broker.id,
+                addr = %broker.address, "controller: broker no longer alive");
+            let is_master = self
+                .tables
+                .get(&broker.name)
+                .is_some_and(|s| s.master == Some(broker.id));
+            if is_master && self.serving() {
+                self.elect_after_loss(broker.name, self.settings.elect_max_retry.max(1), ctx);
+            }
+        }
+    }
+
+    /// An election the controller starts itself; tried again (up to `tries` in all) while it
+    /// does not succeed.
+    fn elect_after_loss(&mut self, name: String, tries: u32, ctx: &mut Context<Self>) {
+        if !self.serving() || tries == 0 {
+            return;
+        }
+        let live_now = Instant::now();
+        let decision = self.tables.elect_master(
+            &name,
+            None,
+            false,
+            self.settings.elect_unclean,
+            &self.heartbeats.at(live_now),
+        );
+        let fut = self.carry_out(decision).map(move |response, act, ctx| {
+            let code = response.response_code();
+            if code != ResponseCode::SUCCESS && code != ResponseCode::CONTROLLER_MASTER_STILL_EXIST
+            {
+                warn!(broker = %name, code = %code, remark = ?response.remark,
+                    "controller: election after a lost master failed");
+                if tries > 1 {
+                    ctx.run_later(Duration::from_secs(1), move |act, ctx| {
+                        act.elect_after_loss(name, tries - 1, ctx)
+                    });
+                }
+            }
+            let _ = act;
+        });
+        ctx.wait(fut);
+    }
+
+    fn scan(&mut self, ctx: &mut Context<Self>) {
+        let lost = self.heartbeats.expire(Instant::now());
+        for broker in &lost {
+            if let Some(close) = self.connections.get(&broker.conn) {
+                close.do_send(CloseConnection::Close {
+                    reason: "controller heartbeat expired",
+                });
+            }
+        }
+        self.lost(lost, ctx);
+    }
+
+    fn sweep(&mut self, ctx: &mut Context<Self>) {
+        if !self.serving() {
+            return;
+        }
+        let live = self.heartbeats.at(Instant::now());
+        for name in self.tables.needing_election(&live) {
+            self.elect_after_loss(name, 1, ctx);
+        }
+    }
+}
+
+impl Actor for Controller {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        let me = self.settings.me();
+        info!(id = %me.id, addr = %me.address, group = %self.settings.group,
+            "controller started");
+        ctx.run_interval(self.settings.scan_not_active_broker_interval, |act, ctx| {
+            act.scan(ctx)
+        });
+        ctx.run_interval(self.settings.scan_inactive_master_interval, |act, ctx| {
+            act.sweep(ctx)
+        });
+    }
+}
+
+impl Handler<ControllerRequest> for Controller {
+    type Result = AtomicResponse<Self, RemotingCommand>;
+
+    fn handle(&mut self, msg: ControllerRequest, _: &mut Context<Self>) -> Self::Result {
+        match self.decide(msg.call, msg.conn) {
+            Err(answer) => AtomicResponse::new(Box::pin(fut::ready(answer))),
+            Ok(decision) => AtomicResponse::new(Box::pin(self.carry_out(decision))),
+        }
+    }
+}
+
+impl Handler<StoreEvent> for Controller {
+    type Result = ();
+
+    fn handle(&mut self, event: StoreEvent, _: &mut Context<Self>) {
+        match event {
+            StoreEvent::Loaded { sets } => {
+                self.applied = sets.iter().map(|(_, rev)| *rev).max().unwrap_or(0);
+                self.tables.load(sets);
+                info!(
+                    sets = self.tables.len(),
+                    revision = self.applied,
+                    "controller view loaded"
+                );
+            }
+            StoreEvent::Changed {
+                name,
+                record,
+                revision,
+            } => self.apply(&name, record, revision),
+            StoreEvent::Leadership {
+                leader,
+                is_self,
+                caught_up,
+            } => {
+                if is_self != self.leadership.is_self || leader != self.leadership.leader {
+                    info!(leader = ?leader.as_ref().map(|l| &l.id), is_self,
+                        "controller leadership changed");
+                }
+                self.leadership = Leadership {
+                    leader,
+                    is_self,
+                    caught_up,
+                };
+            }
+        }
+    }
+}
+
+impl Handler<ConnectionOpened> for Controller {
+    type Result = ();
+
+    fn handle(&mut self, msg: ConnectionOpened, _: &mut Context<Self>) {
+        self.connections.insert(msg.conn, msg.close);
+    }
+}
+
+impl Handler<ConnectionClosed> for Controller {
+    type Result = ();
+
+    fn handle(&mut self, msg: ConnectionClosed, ctx: &mut Context<Self>) {
+        self.connections.remove(&msg.conn);
+        let lost = self.heartbeats.closed(msg.conn);
+        self.lost(lost, ctx);
+    }
+}
+
+impl Handler<CloseAll> for Controller {
+    type Result = usize;
+
+    /// Closes every connection of the controller's port (the server is stopping); answers how
+    /// many were told.
+    fn handle(&mut self, _: CloseAll, _: &mut Context<Self>) -> usize {
+        for close in self.connections.values() {
+            close.do_send(CloseConnection::Close {
+                reason: "server stopping",
+            });
+        }
+        self.connections.len()
+    }
+}

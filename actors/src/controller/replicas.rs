@@ -1,0 +1,733 @@
+//! The controller's replicated state and its rules, pure: one record per broker set, and one
+//! function per request that reads the record and returns the answer and the change to commit
+//! (never applying it; the store does, see [`store`](super::store)). Java's
+//! `ReplicasInfoManager` and `DefaultElectPolicy` are the specification (docs/controller.md).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use rmq_protocol::body::BrokerMemberGroup;
+use rmq_protocol::controller::{
+    remark, AlterSyncStateSetHeader, AlterSyncStateSetResponseHeader, ApplyBrokerIdHeader,
+    ApplyBrokerIdResponseHeader, BrokerReplicasInfo, CleanBrokerDataHeader, ControllerBody,
+    ElectMasterResponseBody, ElectMasterResponseHeader, GetNextBrokerIdHeader,
+    GetNextBrokerIdResponseHeader, GetReplicaInfoHeader, GetReplicaInfoResponseHeader,
+    RegisterBrokerToControllerHeader, RegisterBrokerToControllerResponseHeader, ReplicaIdentity,
+    ReplicasInfo, SyncStateSet,
+};
+use rmq_protocol::custom_headers::CommandHeader;
+use rmq_protocol::{RemotingCommand, ResponseCode};
+use serde::{Deserialize, Serialize};
+
+use super::store::Revision;
+
+/// The first controller id of a broker set (Java's `MixAll.FIRST_BROKER_CONTROLLER_ID`).
+pub const FIRST_BROKER_ID: i64 = 1;
+
+/// One member of a broker set: its current address and the check code it claimed its id with.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Member {
+    pub address: String,
+    pub check_code: String,
+}
+
+/// Everything the controller keeps of one broker set (Java's `BrokerReplicaInfo` and
+/// `SyncStateInfo` together), as stored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BrokerSet {
+    pub cluster: String,
+    pub name: String,
+    /// The id 1012 hands out next.
+    pub next_id: i64,
+    pub members: BTreeMap<i64, Member>,
+    pub master: Option<i64>,
+    /// Moves by one on every election, successful or not.
+    pub master_epoch: i32,
+    pub sync_state_set: BTreeSet<i64>,
+    /// Moves by one on every change of the set (an election replaces it).
+    pub sync_state_set_epoch: i32,
+}
+
+impl BrokerSet {
+    fn new(cluster: &str, name: &str) -> Self {
+        BrokerSet {
+            cluster: cluster.to_owned(),
+            name: name.to_owned(),
+            next_id: FIRST_BROKER_ID,
+            members: BTreeMap::new(),
+            master: None,
+            master_epoch: 0,
+            sync_state_set: BTreeSet::new(),
+            sync_state_set_epoch: 0,
+        }
+    }
+
+    fn address(&self, id: Option<i64>) -> Option<String> {
+        id.and_then(|id| self.members.get(&id))
+            .map(|m| m.address.clone())
+    }
+
+    fn sync_state(&self) -> SyncStateSet {
+        SyncStateSet {
+            sync_state_set: self.sync_state_set.clone(),
+            sync_state_set_epoch: self.sync_state_set_epoch,
+        }
+    }
+
+    fn member_group(&self) -> BrokerMemberGroup {
+        BrokerMemberGroup {
+            broker_addrs: self
+                .members
+                .iter()
+                .map(|(id, m)| (*id, m.address.clone()))
+                .collect(),
+            broker_name: Some(self.name.clone()),
+            cluster: Some(self.cluster.clone()),
+        }
+    }
+}
+
+/// What the election policy knows of a live broker (from its heartbeats).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LiveInfo {
+    pub epoch: i32,
+    pub max_offset: i64,
+    pub priority: i32,
+}
+
+/// Liveness and heartbeat data, as the elections and checks see them.
+pub trait Liveness {
+    /// Whether broker `id` of set (cluster, name) is alive now.
+    fn alive(&self, cluster: &str, name: &str, id: i64) -> bool;
+    /// Its latest heartbeat data, if it is alive.
+    fn info(&self, cluster: &str, name: &str, id: i64) -> Option<LiveInfo>;
+}
+
+/// A change to commit: set `name`'s new record (`None`: removed), computed from the record at
+/// `expected`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Change {
+    pub name: String,
+    pub expected: Revision,
+    pub record: Option<BrokerSet>,
+}
+
+/// After a successful election: the answer's header, for NOTIFY_BROKER_ROLE_CHANGED to the
+/// set's live members.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Elected {
+    pub header: ElectMasterResponseHeader,
+    pub sync_state: SyncStateSet,
+    /// The members' (id, address) to tell.
+    pub members: Vec<(i64, String)>,
+}
+
+/// The answer to a request and what it changes: `response` is sent once `change` (if any) is
+/// committed.
+#[derive(Debug, Clone)]
+pub struct Decision {
+    pub response: RemotingCommand,
+    pub change: Option<Change>,
+    pub elected: Option<Elected>,
+}
+
+impl Decision {
+    fn answer(response: RemotingCommand) -> Self {
+        Decision {
+            response,
+            change: None,
+            elected: None,
+        }
+    }
+
+    fn commit(response: RemotingCommand, change: Change) -> Self {
+        Decision {
+            response,
+            change: Some(change),
+            elected: None,
+        }
+    }
+}
+
+/// A response of `code` carrying `header`'s fields (Java builds failures from the response
+/// header too), `remark` when given.
+fn respond(
+    code: ResponseCode,
+    remark: Option<String>,
+    header: &impl CommandHeader,
+) -> RemotingCommand {
+    RemotingCommand::response(code, remark).with_ext_fields(header.to_ext())
+}
+
+fn ok(header: &impl CommandHeader) -> RemotingCommand {
+    respond(ResponseCode::SUCCESS, None, header)
+}
+
+/// Every broker set, each with its store revision.
+#[derive(Debug, Clone, Default)]
+pub struct ReplicaTables {
+    sets: BTreeMap<String, (BrokerSet, Revision)>,
+}
+
+impl ReplicaTables {
+    pub fn get(&self, name: &str) -> Option<&BrokerSet> {
+        self.sets.get(name).map(|(set, _)| set)
+    }
+
+    pub fn revision(&self, name: &str) -> Revision {
+        self.sets.get(name).map_or(0, |(_, rev)| *rev)
+    }
+
+    pub fn len(&self) -> usize {
+        self.sets.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.sets.is_empty()
+    }
+
+    pub fn sets(&self) -> impl Iterator<Item = &BrokerSet> {
+        self.sets.values().map(|(set, _)| set)
+    }
+
+    /// Replaces everything (a store's full load).
+    pub fn load(&mut self, sets: Vec<(BrokerSet, Revision)>) {
+        self.sets = sets
+            .into_iter()
+            .map(|(set, rev)| (set.name.clone(), (set, rev)))
+            .collect();
+    }
+
+    /// Applies a committed change reported at `revision`; a report not newer than what is held
+    /// is stale and ignored (answers whether it applied). A removal's revision is not kept, so
+    /// a set created again later starts from revision 0's expectation.
+    pub fn apply(&mut self, name: &str, record: Option<BrokerSet>, revision: Revision) -> bool {
+        if revision <= self.revision(name) {
+            return false;
+        }
+        match record {
+            Some(set) => {
+                self.sets.insert(name.to_owned(), (set, revision));
+            }
+            None => {
+                self.sets.remove(name);
+            }
+        }
+        true
+    }
+
+    fn change(&self, name: &str, record: Option<BrokerSet>) -> Change {
+        Change {
+            name: name.to_owned(),
+            expected: self.revision(name),
+            record,
+        }
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // One function per request.
+
+    /// 1012 CONTROLLER_GET_NEXT_BROKER_ID.
+    pub fn next_broker_id(&self, h: &GetNextBrokerIdHeader) -> Decision {
+        let next = self
+            .get(&h.broker_name)
+            .map_or(FIRST_BROKER_ID, |s| s.next_id);
+        Decision::answer(ok(&GetNextBrokerIdResponseHeader {
+            cluster_name: h.cluster_name.clone(),
+            broker_name: Some(h.broker_name.clone()),
+            next_broker_id: Some(next),
+        }))
+    }
+
+    /// 1013 CONTROLLER_APPLY_BROKER_ID.
+    pub fn apply_broker_id(&self, h: &ApplyBrokerIdHeader) -> Decision {
+        let header = ApplyBrokerIdResponseHeader {
+            cluster_name: Some(h.cluster_name.clone()),
+            broker_name: Some(h.broker_name.clone()),
+        };
+        let address = h.registered_address().unwrap_or_default().to_owned();
+        let member = Member {
+            address,
+            check_code: h.register_check_code.clone(),
+        };
+        let id = h.applied_broker_id;
+        let Some(set) = self.get(&h.broker_name) else {
+            if id != FIRST_BROKER_ID {
+                return Decision::answer(respond(
+                    ResponseCode::CONTROLLER_BROKER_ID_INVALID,
+                    Some(format!(
+                        "Broker-set: {} hasn't been registered in controller, but broker try to apply brokerId: {id}",
+                        h.broker_name
+                    )),
+                    &header,
+                ));
+            }
+            let mut set = BrokerSet::new(&h.cluster_name, &h.broker_name);
+            set.members.insert(id, member);
+            set.next_id += 1;
+            return Decision::commit(ok(&header), self.change(&h.broker_name, Some(set)));
+        };
+        match set.members.get(&id) {
+            None => {
+                let mut set = set.clone();
+                set.members.insert(id, member);
+                set.next_id += 1;
+                Decision::commit(ok(&header), self.change(&h.broker_name, Some(set)))
+            }
+            // A retry of the same claim: nothing changes.
+            Some(held) if held.check_code == h.register_check_code => Decision::answer(ok(&header)),
+            Some(_) => Decision::answer(respond(
+                ResponseCode::CONTROLLER_BROKER_ID_INVALID,
+                Some(format!(
+                    "Fail to apply brokerId: {id} in broker-set: {}",
+                    h.broker_name
+                )),
+                &header,
+            )),
+        }
+    }
+
+    /// 1003 CONTROLLER_REGISTER_BROKER.
+    pub fn register_broker(
+        &self,
+        h: &RegisterBrokerToControllerHeader,
+        live: &impl Liveness,
+    ) -> Decision {
+        let mut header = RegisterBrokerToControllerResponseHeader {
+            cluster_name: Some(h.cluster_name.clone()),
+            broker_name: Some(h.broker_name.clone()),
+            ..Default::default()
+        };
+        let Some(set) = self.get(&h.broker_name) else {
+            return Decision::answer(respond(
+                ResponseCode::CONTROLLER_BROKER_NEED_TO_BE_REGISTERED,
+                Some(format!(
+                    "Broker-set: {} hasn't been registered in controller",
+                    h.broker_name
+                )),
+                &header,
+            ));
+        };
+        let Some(member) = set.members.get(&h.broker_id) else {
+            return Decision::answer(respond(
+                ResponseCode::CONTROLLER_BROKER_NEED_TO_BE_REGISTERED,
+                Some(format!(
+                    "BrokerId: {} hasn't been registered in broker-set: {}",
+                    h.broker_id, h.broker_name
+                )),
+                &header,
+            ));
+        };
+        if let Some(master) = set
+            .master
+            .filter(|m| live.alive(&h.cluster_name, &h.broker_name, *m))
+        {
+            header.master_broker_id = Some(master);
+            header.master_address = set.address(Some(master));
+            header.master_epoch = Some(set.master_epoch);
+            header.sync_state_set_epoch = Some(set.sync_state_set_epoch);
+        }
+        let response = ok(&header).with_body(set.sync_state().encode());
+        if member.address == h.broker_address {
+            return Decision::answer(response);
+        }
+        let mut set = set.clone();
+        if let Some(m) = set.members.get_mut(&h.broker_id) {
+            m.address = h.broker_address.clone();
+        }
+        Decision::commit(response, self.change(&h.broker_name, Some(set)))
+    }
+
+    /// 1004 CONTROLLER_GET_REPLICA_INFO.
+    pub fn replica_info(&self, h: &GetReplicaInfoHeader) -> Decision {
+        let Some(set) = self.get(&h.broker_name) else {
+            return Decision::answer(respond(
+                ResponseCode::CONTROLLER_BROKER_METADATA_NOT_EXIST,
+                Some(remark::BROKER_METADATA_NOT_EXIST.to_owned()),
+                &GetReplicaInfoResponseHeader::default(),
+            ));
+        };
+        let header = GetReplicaInfoResponseHeader {
+            master_broker_id: set.master,
+            master_address: set.address(set.master),
+            master_epoch: Some(set.master_epoch),
+        };
+        Decision::answer(ok(&header).with_body(set.sync_state().encode()))
+    }
+
+    /// 1006 CONTROLLER_GET_SYNC_STATE_DATA, for the known names among `names`.
+    pub fn sync_state_data(&self, names: &[String], live: &impl Liveness) -> RemotingCommand {
+        let mut info = BrokerReplicasInfo::default();
+        for name in names {
+            let Some(set) = self.get(name) else {
+                continue;
+            };
+            let (mut in_sync, mut not_in_sync) = (Vec::new(), Vec::new());
+            for (id, member) in &set.members {
+                let replica = ReplicaIdentity {
+                    alive: Some(live.alive(&set.cluster, name, *id)),
+                    broker_address: member.address.clone(),
+                    broker_id: *id,
+                    broker_name: name.clone(),
+                };
+                if set.sync_state_set.contains(id) {
+                    in_sync.push(replica);
+                } else {
+                    not_in_sync.push(replica);
+                }
+            }
+            info.replicas_info_table.insert(
+                name.clone(),
+                ReplicasInfo {
+                    in_sync_replicas: in_sync,
+                    master_address: set.address(set.master),
+                    master_broker_id: set.master,
+                    master_epoch: set.master_epoch,
+                    not_in_sync_replicas: not_in_sync,
+                    sync_state_set_epoch: set.sync_state_set_epoch,
+                },
+            );
+        }
+        RemotingCommand::success().with_body(info.encode())
+    }
+
+    /// 1001 CONTROLLER_ALTER_SYNC_STATE_SET.
+    pub fn alter_sync_state_set(
+        &self,
+        h: &AlterSyncStateSetHeader,
+        proposed: &SyncStateSet,
+        live: &impl Liveness,
+    ) -> Decision {
+        let failed = |code: ResponseCode, text: String| {
+            Decision::answer(respond(
+                code,
+                Some(text),
+                &AlterSyncStateSetResponseHeader::default(),
+            ))
+        };
+        let Some(set) = self.get(&h.broker_name) else {
+            return failed(
+                ResponseCode::CONTROLLER_ALTER_SYNC_STATE_SET_FAILED,
+                remark::BROKER_METADATA_NOT_EXIST.to_owned(),
+            );
+        };
+        if set.sync_state_set == proposed.sync_state_set {
+            return failed(
+                ResponseCode::CONTROLLER_ALTER_SYNC_STATE_SET_FAILED,
+                remark::SYNC_STATE_SET_UNCHANGED.to_owned(),
+            );
+        }
+        if set.master.is_none() || set.master != h.master_broker_id {
+            return failed(
+                ResponseCode::CONTROLLER_INVALID_MASTER,
+                format!(
+                    "Rejecting alter syncStateSet request because the current leader is:{{{}}}, not {{{}}}",
+                    java_long(set.master),
+                    java_long(h.master_broker_id)
+                ),
+            );
+        }
+        if h.master_epoch != set.master_epoch {
+            return failed(
+                ResponseCode::CONTROLLER_FENCED_MASTER_EPOCH,
+                format!(
+                    "Rejecting alter syncStateSet request because the current master epoch is:{{{}}}, not {{{}}}",
+                    set.master_epoch, h.master_epoch
+                ),
+            );
+        }
+        if proposed.sync_state_set_epoch != set.sync_state_set_epoch {
+            return failed(
+                ResponseCode::CONTROLLER_FENCED_SYNC_STATE_SET_EPOCH,
+                format!(
+                    "Rejecting alter syncStateSet request because the current syncStateSet epoch is:{{{}}}, not {{{}}}",
+                    set.sync_state_set_epoch, proposed.sync_state_set_epoch
+                ),
+            );
+        }
+        for id in &proposed.sync_state_set {
+            if !set.members.contains_key(id) {
+                return failed(
+                    ResponseCode::CONTROLLER_INVALID_REPLICAS,
+                    format!("Rejecting alter syncStateSet request because the replicas {{{id}}} don't exist"),
+                );
+            }
+            if !live.alive(&set.cluster, &set.name, *id) {
+                return failed(
+                    ResponseCode::CONTROLLER_BROKER_NOT_ALIVE,
+                    format!("Rejecting alter syncStateSet request because the replicas {{{id}}} don't alive"),
+                );
+            }
+        }
+        if !set
+            .master
+            .is_some_and(|m| proposed.sync_state_set.contains(&m))
+        {
+            return failed(
+                ResponseCode::CONTROLLER_ALTER_SYNC_STATE_SET_FAILED,
+                format!(
+                    "Rejecting alter syncStateSet request because the newSyncStateSet don't contains origin leader {{{}}}",
+                    java_long(set.master)
+                ),
+            );
+        }
+        let epoch = set.sync_state_set_epoch + 1;
+        let mut next = set.clone();
+        next.sync_state_set = proposed.sync_state_set.clone();
+        next.sync_state_set_epoch = epoch;
+        let response = ok(&AlterSyncStateSetResponseHeader {
+            new_sync_state_set_epoch: epoch,
+        })
+        .with_body(next.sync_state().encode());
+        Decision::commit(response, self.change(&h.broker_name, Some(next)))
+    }
+
+    /// 1002 CONTROLLER_ELECT_MASTER, from a broker or an admin (`broker_id` set), or from the
+    /// controller itself on a lost master (`broker_id` -1 or `None`).
+    pub fn elect_master(
+        &self,
+        broker_name: &str,
+        broker_id: Option<i64>,
+        designate: bool,
+        unclean: bool,
+        live: &impl Liveness,
+    ) -> Decision {
+        let Some(set) = self.get(broker_name) else {
+            return Decision::answer(respond(
+                ResponseCode::CONTROLLER_BROKER_NEED_TO_BE_REGISTERED,
+                Some(remark::BROKER_NOT_REGISTERED.to_owned()),
+                &ElectMasterResponseHeader::default(),
+            ));
+        };
+        let old = set.master;
+        let mut new = None;
+        if set.master_epoch == 0 {
+            new = broker_id;
+        }
+        if new.is_none() || new == Some(-1) {
+            let preferred = if designate { broker_id } else { None };
+            new = elect(set, old, preferred, unclean, live);
+        }
+        if let (Some(new), Some(old)) = (new, old) {
+            if new == old {
+                let header = ElectMasterResponseHeader {
+                    master_broker_id: Some(old),
+                    master_address: set.address(Some(old)),
+                    master_epoch: Some(set.master_epoch),
+                    sync_state_set_epoch: Some(set.sync_state_set_epoch),
+                };
+                let body = ElectMasterResponseBody {
+                    broker_member_group: None,
+                    sync_state_set: set.sync_state_set.clone(),
+                };
+                let text = format!(
+                    "The old master {old} is still alive, not need to elect new master for broker {broker_name}"
+                );
+                return Decision::answer(
+                    respond(
+                        ResponseCode::CONTROLLER_MASTER_STILL_EXIST,
+                        Some(text),
+                        &header,
+                    )
+                    .with_body(body.encode()),
+                );
+            }
+        }
+        if let Some(new) = new {
+            let mut next = set.clone();
+            next.master = Some(new);
+            next.master_epoch += 1;
+            next.sync_state_set = BTreeSet::from([new]);
+            next.sync_state_set_epoch += 1;
+            let header = ElectMasterResponseHeader {
+                master_broker_id: Some(new),
+                master_address: set.address(Some(new)),
+                master_epoch: Some(next.master_epoch),
+                sync_state_set_epoch: Some(next.sync_state_set_epoch),
+            };
+            let body = ElectMasterResponseBody {
+                broker_member_group: Some(set.member_group()),
+                sync_state_set: next.sync_state_set.clone(),
+            };
+            let elected = Elected {
+                header: header.clone(),
+                sync_state: next.sync_state(),
+                members: set
+                    .members
+                    .iter()
+                    .filter(|(id, _)| live.alive(&set.cluster, broker_name, **id))
+                    .map(|(id, m)| (*id, m.address.clone()))
+                    .collect(),
+            };
+            let mut decision = Decision::commit(
+                ok(&header).with_body(body.encode()),
+                self.change(broker_name, Some(next)),
+            );
+            decision.elected = Some(elected);
+            return decision;
+        }
+        let header = ElectMasterResponseHeader::default();
+        if broker_id.is_none_or(|id| id == -1) {
+            let mut next = set.clone();
+            next.master = None;
+            next.master_epoch += 1;
+            return Decision::commit(
+                respond(
+                    ResponseCode::CONTROLLER_MASTER_NOT_AVAILABLE,
+                    Some(remark::MASTER_NOT_AVAILABLE.to_owned()),
+                    &header,
+                ),
+                self.change(broker_name, Some(next)),
+            );
+        }
+        Decision::answer(respond(
+            ResponseCode::CONTROLLER_ELECT_MASTER_FAILED,
+            Some(remark::ELECT_MASTER_FAILED.to_owned()),
+            &header,
+        ))
+    }
+
+    /// 1011 CLEAN_BROKER_DATA.
+    pub fn clean_broker_data(&self, h: &CleanBrokerDataHeader, live: &impl Liveness) -> Decision {
+        let invalid = |text: String| {
+            Decision::answer(RemotingCommand::response(
+                ResponseCode::CONTROLLER_INVALID_CLEAN_BROKER_METADATA,
+                Some(text),
+            ))
+        };
+        let blank = h
+            .broker_controller_ids_to_clean
+            .as_deref()
+            .is_none_or(|s| s.trim().is_empty());
+        let mut ids = None;
+        if !h.clean_living_broker {
+            if blank && self.get(&h.broker_name).is_some_and(|s| s.master.is_some()) {
+                return invalid(format!(
+                    "Broker {} is still alive, clean up failure",
+                    h.broker_name
+                ));
+            }
+            if !blank {
+                match h.ids_to_clean() {
+                    Ok(parsed) => ids = parsed,
+                    Err(e) => {
+                        return invalid(format!(
+                        "Please set the option <brokerControllerIdsToClean> according to the format, exception: {e}"
+                    ))
+                    }
+                }
+                let cluster = h.cluster_name.as_deref().unwrap_or_default();
+                for id in ids.iter().flatten() {
+                    if live.alive(cluster, &h.broker_name, *id) {
+                        return invalid(format!(
+                            "Broker [{},  {id}] is still alive, clean up failure",
+                            h.broker_name
+                        ));
+                    }
+                }
+            }
+        } else if !blank {
+            // Java parses the ids only for a living-broker check; with the check skipped it
+            // removes the whole set.
+            ids = None;
+        }
+        let Some(set) = self.get(&h.broker_name) else {
+            return invalid(format!(
+                "Broker {} is not existed,clean broker data failure.",
+                h.broker_name
+            ));
+        };
+        let record = match ids.filter(|ids| !ids.is_empty()) {
+            None => None,
+            Some(ids) => {
+                let mut next = set.clone();
+                for id in &ids {
+                    next.members.remove(id);
+                    next.sync_state_set.remove(id);
+                }
+                (!next.members.is_empty() && !next.sync_state_set.is_empty()).then_some(next)
+            }
+        };
+        Decision::commit(
+            RemotingCommand::success(),
+            self.change(&h.broker_name, record),
+        )
+    }
+
+    /// The sets whose master is not alive while another member is (the leader's sweep).
+    pub fn needing_election(&self, live: &impl Liveness) -> Vec<String> {
+        self.sets()
+            .filter(|set| {
+                set.master
+                    .is_some_and(|m| !live.alive(&set.cluster, &set.name, m))
+                    && set
+                        .members
+                        .keys()
+                        .any(|id| live.alive(&set.cluster, &set.name, *id))
+            })
+            .map(|set| set.name.clone())
+            .collect()
+    }
+}
+
+/// A Java `Long` in a format string: its number, or `null`.
+fn java_long(v: Option<i64>) -> String {
+    v.map_or_else(|| "null".to_owned(), |v| v.to_string())
+}
+
+/// `DefaultElectPolicy`: among the SyncStateSet first, then (unclean) among all members.
+fn elect(
+    set: &BrokerSet,
+    old: Option<i64>,
+    preferred: Option<i64>,
+    unclean: bool,
+    live: &impl Liveness,
+) -> Option<i64> {
+    let all: BTreeSet<i64> = set.members.keys().copied().collect();
+    try_elect(set, &set.sync_state_set, old, preferred, live).or_else(|| {
+        unclean
+            .then(|| try_elect(set, &all, old, preferred, live))
+            .flatten()
+    })
+}
+
+fn try_elect(
+    set: &BrokerSet,
+    among: &BTreeSet<i64>,
+    old: Option<i64>,
+    preferred: Option<i64>,
+    live: &impl Liveness,
+) -> Option<i64> {
+    let alive: Vec<i64> = among
+        .iter()
+        .copied()
+        .filter(|id| live.alive(&set.cluster, &set.name, *id))
+        .collect();
+    if alive.is_empty() {
+        return None;
+    }
+    if let Some(old) = old.filter(|o| alive.contains(o)) {
+        if preferred.is_none_or(|p| p == old) {
+            return Some(old);
+        }
+    }
+    if let Some(preferred) = preferred {
+        return alive.contains(&preferred).then_some(preferred);
+    }
+    // Highest epoch, then highest max offset, then lowest priority; ties to the lowest id.
+    alive.into_iter().min_by_key(|id| {
+        let info = live.info(&set.cluster, &set.name, *id).unwrap_or(LiveInfo {
+            epoch: -1,
+            max_offset: -1,
+            priority: i32::MAX,
+        });
+        (
+            std::cmp::Reverse(info.epoch),
+            std::cmp::Reverse(info.max_offset),
+            info.priority,
+            *id,
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,112 @@
+//! The embedded controller's port (docs/controller.md): when `controller.enabled`, a
+//! [`Controller`] actor with its store (a local file, or etcd) on an arbiter of their own, and a
+//! second listener on this node's address in `controller.peers`, with the NameServer port's
+//! front door (TLS, PROXY, access classes, limits) and connection threads.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use actix::prelude::*;
+use rmq_actors::controller::file_store::{FileStore, FileStoreError};
+use rmq_actors::controller::Controller;
+use rmq_actors::dispatch::Services;
+use rmq_actors::listener::{Listener, ListenerSetup};
+use rmq_transport::front_door::FrontDoor;
+use rustls::ClientConfig;
+use tracing::info;
+
+use crate::config::{expand_home, Config};
+
+/// Why the controller could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ControllerStartError {
+    #[error(
+        "cannot listen on {addr} (controller.peers, this node's controller address): {source}"
+    )]
+    Bind {
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    State(#[from] FileStoreError),
+    #[error("controller: {0}")]
+    Config(String),
+}
+
+/// A running controller and its port.
+pub struct ControllerPort {
+    pub addr: SocketAddr,
+    pub controller: Addr<Controller>,
+    pub listener: Addr<Listener>,
+    /// Runs the controller and its store.
+    pub arbiter: Arbiter,
+}
+
+/// What the controller port shares with the NameServer port.
+pub struct Shared<'a> {
+    pub front_door: FrontDoor,
+    pub workers: &'a [Arbiter],
+    /// The NameServer port's services; the controller port's are these with the controller.
+    pub services: Services,
+    /// TLS for the notifications sent to brokers.
+    pub client_tls: Option<Arc<ClientConfig>>,
+}
+
+/// Starts the controller when `config.controller.enabled` (inside a running System).
+pub fn start(
+    config: &Config,
+    shared: Shared<'_>,
+) -> Result<Option<ControllerPort>, ControllerStartError> {
+    let section = &config.controller;
+    let Some(addr) = section
+        .listen()
+        .map_err(|e| ControllerStartError::Config(e.to_string()))?
+    else {
+        return Ok(None);
+    };
+    let settings = section.settings(
+        config.registry.scan_interval,
+        &config.admin.config_black_list,
+    );
+    let me = settings.me();
+    if !section.etcd_list().is_empty() {
+        return Err(ControllerStartError::Config(
+            "controller.etcd_endpoints: the etcd store is not available in this build".into(),
+        ));
+    }
+    let bound = std::net::TcpListener::bind(addr)
+        .and_then(|l| l.set_nonblocking(true).map(|()| l))
+        .map_err(|source| ControllerStartError::Bind { addr, source })?;
+    let store = FileStore::open(&expand_home(&section.store_path), me.clone())?;
+    let arbiter = Arbiter::new();
+    let client_tls = shared.client_tls;
+    let controller = Controller::start_in_arbiter(&arbiter.handle(), move |ctx| {
+        let store = store.reporting_to(ctx.address().recipient()).start();
+        Controller::new(settings, store.recipient(), client_tls)
+    });
+    let incoming = tokio::net::TcpListener::from_std(bound)
+        .map_err(|source| ControllerStartError::Bind { addr, source })?;
+    let services = Services {
+        opened: controller.clone().recipient(),
+        closed: controller.clone().recipient(),
+        controller: Some(controller.clone()),
+        ..shared.services
+    };
+    let listener = Listener::new(ListenerSetup {
+        listener: incoming,
+        front_door: shared.front_door,
+        workers: shared.workers.iter().map(Arbiter::handle).collect(),
+        settings: config.server.clone(),
+        services,
+    })
+    .start();
+    info!(addr = %addr, id = %me.id, store = %section.store_path.display(),
+        "controller listening");
+    Ok(Some(ControllerPort {
+        addr,
+        controller,
+        listener,
+        arbiter,
+    }))
+}

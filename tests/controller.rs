@@ -1,0 +1,498 @@
+//! The embedded controller over TCP (docs/controller.md): every controller code on the
+//! controller's own port, the NameServer port refusing them, broker-id allocation, elections
+//! with and without in-sync replicas, SyncStateSet epochs, the failover a closed master
+//! connection starts with its NOTIFY_BROKER_ROLE_CHANGED, and the state surviving a restart.
+
+mod support;
+
+use std::path::Path;
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use rmq_namesrv::config::Config;
+use rmq_namesrv::protocol::controller::{
+    BrokerReplicasInfo, ControllerBody, ElectMasterResponseBody, SyncStateSet,
+};
+use rmq_namesrv::protocol::{properties, RemotingCodec, RemotingCommand, RequestCode};
+use rmq_namesrv::tools::client::Client;
+use rmq_namesrv::NameServerHandle;
+use support::*;
+use tokio_util::codec::FramedRead;
+
+const CLUSTER: &str = "ctl-cluster";
+
+fn free_port() -> u16 {
+    let probe = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    probe.local_addr().expect("addr").port()
+}
+
+/// A server with the controller on: one node, `n0`, its state under `dir`.
+fn controller_config(dir: &Path) -> Config {
+    let mut config = test_config();
+    config.controller.enabled = true;
+    config.controller.group = "group-test".into();
+    config.controller.peers = format!("n0-127.0.0.1:{}", free_port());
+    config.controller.self_id = "n0".into();
+    config.controller.store_path = dir.to_path_buf();
+    config
+}
+
+async fn controller(server: &NameServerHandle) -> Client {
+    let addr = server.controller_addr().expect("controller enabled");
+    Client::connect(&addr.to_string(), TIMEOUT)
+        .await
+        .expect("connect to the controller")
+}
+
+fn code(c: i32) -> RequestCode {
+    RequestCode(c)
+}
+
+fn next_id(name: &str) -> RemotingCommand {
+    RemotingCommand::request(RequestCode::CONTROLLER_GET_NEXT_BROKER_ID)
+        .with_ext("clusterName", CLUSTER)
+        .with_ext("brokerName", name)
+}
+
+fn apply_id(name: &str, id: i64, check: &str) -> RemotingCommand {
+    RemotingCommand::request(RequestCode::CONTROLLER_APPLY_BROKER_ID)
+        .with_ext("clusterName", CLUSTER)
+        .with_ext("brokerName", name)
+        .with_ext("appliedBrokerId", id.to_string())
+        .with_ext("registerCheckCode", check)
+}
+
+fn register(name: &str, id: i64, addr: &str) -> RemotingCommand {
+    RemotingCommand::request(RequestCode::CONTROLLER_REGISTER_BROKER)
+        .with_ext("clusterName", CLUSTER)
+        .with_ext("brokerName", name)
+        .with_ext("brokerId", id.to_string())
+        .with_ext("brokerAddress", addr)
+}
+
+fn heartbeat(name: &str, id: i64, addr: &str, epoch: i32, offset: i64) -> RemotingCommand {
+    RemotingCommand::request(RequestCode::BROKER_HEARTBEAT)
+        .with_ext("clusterName", CLUSTER)
+        .with_ext("brokerName", name)
+        .with_ext("brokerId", id.to_string())
+        .with_ext("brokerAddr", addr)
+        .with_ext("epoch", epoch.to_string())
+        .with_ext("maxOffset", offset.to_string())
+        .with_ext("heartbeatTimeoutMills", "10000")
+}
+
+fn elect(name: &str, id: i64, designate: bool) -> RemotingCommand {
+    RemotingCommand::request(RequestCode::CONTROLLER_ELECT_MASTER)
+        .with_ext("clusterName", CLUSTER)
+        .with_ext("brokerName", name)
+        .with_ext("brokerId", id.to_string())
+        .with_ext("designateElect", designate.to_string())
+}
+
+fn replica_info(name: &str) -> RemotingCommand {
+    RemotingCommand::request(RequestCode::CONTROLLER_GET_REPLICA_INFO).with_ext("brokerName", name)
+}
+
+fn alter(name: &str, master: i64, master_epoch: i32, set: &[i64], epoch: i32) -> RemotingCommand {
+    let body = SyncStateSet {
+        sync_state_set: set.iter().copied().collect(),
+        sync_state_set_epoch: epoch,
+    };
+    RemotingCommand::request(RequestCode::CONTROLLER_ALTER_SYNC_STATE_SET)
+        .with_ext("brokerName", name)
+        .with_ext("masterBrokerId", master.to_string())
+        .with_ext("masterEpoch", master_epoch.to_string())
+        .with_body(body.encode())
+}
+
+/// Gets broker `name`'s id `id` registered and alive (on `conn`), as a broker does at start.
+async fn join(conn: &mut Client, name: &str, id: i64, addr: &str) {
+    let r = conn.request(next_id(name)).await.unwrap();
+    assert_eq!(
+        (r.code, r.ext("nextBrokerId")),
+        (0, Some(id.to_string().as_str())),
+        "{r:?}"
+    );
+    let r = conn
+        .request(apply_id(name, id, &format!("{addr};1700000000000")))
+        .await
+        .unwrap();
+    assert_eq!(r.code, 0, "{r:?}");
+    let r = conn.request(register(name, id, addr)).await.unwrap();
+    assert_eq!(r.code, 0, "{r:?}");
+    conn.oneway(heartbeat(name, id, addr, 0, 0)).await.unwrap();
+}
+
+async fn master_of(conn: &mut Client, name: &str) -> (Option<String>, Option<String>) {
+    let r = conn.request(replica_info(name)).await.unwrap();
+    assert_eq!(r.code, 0, "{r:?}");
+    (
+        r.ext("masterBrokerId").map(str::to_owned),
+        r.ext("masterEpoch").map(str::to_owned),
+    )
+}
+
+#[actix::test]
+async fn the_nameserver_port_refuses_controller_codes_and_metadata_names_the_leader() {
+    let dir = test_dir("ctl-meta");
+    let server = start_server(controller_config(&dir));
+    let mut ns = connect(&server).await;
+    for c in [
+        1001, 1002, 1003, 1004, 1005, 1006, 1009, 1010, 1011, 1012, 1013,
+    ] {
+        let r = ns.request(RemotingCommand::request(code(c))).await.unwrap();
+        assert_eq!(r.code, 3, "code {c} on the NameServer port: {r:?}");
+    }
+    let mut ctl = controller(&server).await;
+    let r = ctl
+        .request(RemotingCommand::request(
+            RequestCode::CONTROLLER_GET_METADATA_INFO,
+        ))
+        .await
+        .unwrap();
+    let addr = server.controller_addr().unwrap().to_string();
+    assert_eq!(r.code, 0, "{r:?}");
+    assert_eq!(r.ext("group"), Some("group-test"));
+    assert_eq!(r.ext("controllerLeaderId"), Some("n0"));
+    assert_eq!(r.ext("controllerLeaderAddress"), Some(addr.as_str()));
+    assert_eq!(r.ext("isLeader"), Some("true"));
+    assert_eq!(r.ext("peers"), Some(format!("n0:{addr};").as_str()));
+    // The NameServer's own codes are not served on the controller's port.
+    let r = ctl.request(route_request("TopicA")).await.unwrap();
+    assert_eq!(r.code, 3, "{r:?}");
+    // A heartbeat sent as a request without a broker id.
+    let r = ctl
+        .request(
+            RemotingCommand::request(RequestCode::BROKER_HEARTBEAT)
+                .with_ext("clusterName", CLUSTER)
+                .with_ext("brokerAddr", "127.0.0.1:1"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (r.code, r.remark.as_deref()),
+        (2005, Some("Heart beat with empty brokerId"))
+    );
+}
+
+#[actix::test]
+async fn broker_ids_elections_and_sync_state_sets_follow_java_rules() {
+    let dir = test_dir("ctl-rules");
+    let server = start_server(controller_config(&dir));
+    let mut ctl = controller(&server).await;
+    let name = "broker-rules";
+
+    // Unknown set: register and elect need registration; replica info says so.
+    let r = ctl.request(register(name, 1, "127.0.0.1:1")).await.unwrap();
+    assert_eq!(r.code, 2010, "{r:?}");
+    let r = ctl.request(replica_info(name)).await.unwrap();
+    assert_eq!(
+        (r.code, r.remark.as_deref()),
+        (2008, Some("Broker metadata is not existed"))
+    );
+    let r = ctl
+        .request(apply_id(name, 2, "127.0.0.1:1;1"))
+        .await
+        .unwrap();
+    assert_eq!(r.code, 2014, "only id 1 creates a set: {r:?}");
+
+    join(&mut ctl, name, 1, "127.0.0.1:10911").await;
+    // A retry of the same claim succeeds; another check code for the same id does not.
+    let r = ctl
+        .request(apply_id(name, 1, "127.0.0.1:10911;1700000000000"))
+        .await
+        .unwrap();
+    assert_eq!(r.code, 0, "{r:?}");
+    let r = ctl
+        .request(apply_id(name, 1, "127.0.0.1:9;5"))
+        .await
+        .unwrap();
+    assert_eq!(
+        (r.code, r.remark.as_deref()),
+        (
+            2014,
+            Some("Fail to apply brokerId: 1 in broker-set: broker-rules")
+        )
+    );
+
+    // The first election makes the asking broker master.
+    let r = ctl.request(elect(name, 1, false)).await.unwrap();
+    assert_eq!(r.code, 0, "{r:?}");
+    assert_eq!(r.ext("masterBrokerId"), Some("1"));
+    assert_eq!(r.ext("masterEpoch"), Some("1"));
+    assert_eq!(r.ext("syncStateSetEpoch"), Some("1"));
+    let body = ElectMasterResponseBody::decode(r.body.as_deref()).unwrap();
+    assert_eq!(body.sync_state_set.into_iter().collect::<Vec<_>>(), vec![1]);
+    let group = body.broker_member_group.unwrap();
+    assert_eq!(
+        group.broker_addrs.get(&1).map(String::as_str),
+        Some("127.0.0.1:10911")
+    );
+    // Asked again: the master is still alive.
+    let r = ctl.request(elect(name, 1, false)).await.unwrap();
+    assert_eq!(r.code, 2011, "{r:?}");
+    assert_eq!(r.ext("masterEpoch"), Some("1"));
+
+    join(&mut ctl, name, 2, "127.0.0.1:10921").await;
+    let r = ctl
+        .request(register(name, 2, "127.0.0.1:10921"))
+        .await
+        .unwrap();
+    assert_eq!(
+        (r.ext("masterBrokerId"), r.ext("masterAddress")),
+        (Some("1"), Some("127.0.0.1:10911"))
+    );
+    assert_eq!(
+        master_of(&mut ctl, name).await,
+        (Some("1".into()), Some("1".into()))
+    );
+
+    // SyncStateSet changes: fenced by both epochs, by the master id, by membership.
+    let r = ctl.request(alter(name, 1, 0, &[1, 2], 1)).await.unwrap();
+    assert_eq!(r.code, 2000, "stale master epoch: {r:?}");
+    let r = ctl.request(alter(name, 1, 1, &[1, 2], 0)).await.unwrap();
+    assert_eq!(r.code, 2001, "stale SyncStateSet epoch: {r:?}");
+    let r = ctl.request(alter(name, 2, 1, &[1, 2], 1)).await.unwrap();
+    assert_eq!(r.code, 2002, "not the master: {r:?}");
+    let r = ctl.request(alter(name, 1, 1, &[1, 7], 1)).await.unwrap();
+    assert_eq!(r.code, 2003, "no such replica: {r:?}");
+    let r = ctl.request(alter(name, 1, 1, &[1], 1)).await.unwrap();
+    assert_eq!(r.code, 2013, "unchanged: {r:?}");
+    let r = ctl.request(alter(name, 1, 1, &[1, 2], 1)).await.unwrap();
+    assert_eq!(
+        (r.code, r.ext("newSyncStateSetEpoch")),
+        (0, Some("2")),
+        "{r:?}"
+    );
+    let r = ctl.request(alter(name, 1, 1, &[1, 2], 1)).await.unwrap();
+    assert_eq!(r.code, 2013, "{r:?}");
+
+    // The admin's view (1006).
+    let r = ctl
+        .request(
+            RemotingCommand::request(RequestCode::CONTROLLER_GET_SYNC_STATE_DATA)
+                .with_body(format!("[\"{name}\",\"unknown\"]").into_bytes()),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.code, 0, "{r:?}");
+    let info = BrokerReplicasInfo::decode(r.body.as_deref()).unwrap();
+    let set = &info.replicas_info_table[name];
+    assert_eq!(info.replicas_info_table.len(), 1);
+    assert_eq!(set.in_sync_replicas.len(), 2);
+    assert_eq!((set.master_epoch, set.sync_state_set_epoch), (1, 2));
+    let r = ctl
+        .request(RemotingCommand::request(
+            RequestCode::CONTROLLER_GET_SYNC_STATE_DATA,
+        ))
+        .await
+        .unwrap();
+    assert_eq!(
+        (r.code, r.remark.as_deref()),
+        (1, Some("not set any response code"))
+    );
+
+    // A designated election moves the master to 2 (alive, in sync).
+    let r = ctl.request(elect(name, 2, true)).await.unwrap();
+    assert_eq!(
+        (r.code, r.ext("masterBrokerId"), r.ext("masterEpoch")),
+        (0, Some("2"), Some("2")),
+        "{r:?}"
+    );
+    // The deposed master's report is fenced.
+    let r = ctl.request(alter(name, 1, 1, &[1], 3)).await.unwrap();
+    assert_eq!(r.code, 2002, "{r:?}");
+
+    // Cleaning: living brokers are protected unless asked.
+    let clean = |ids: Option<&str>, living: bool| {
+        let mut c = RemotingCommand::request(RequestCode::CLEAN_BROKER_DATA)
+            .with_ext("clusterName", CLUSTER)
+            .with_ext("brokerName", name)
+            .with_ext("isCleanLivingBroker", living.to_string());
+        if let Some(ids) = ids {
+            c = c.with_ext("brokerControllerIdsToClean", ids);
+        }
+        c
+    };
+    let r = ctl.request(clean(None, false)).await.unwrap();
+    assert_eq!(
+        (r.code, r.remark.as_deref()),
+        (
+            2009,
+            Some("Broker broker-rules is still alive, clean up failure")
+        )
+    );
+    let r = ctl.request(clean(Some("1"), false)).await.unwrap();
+    assert_eq!(r.code, 2009, "{r:?}");
+    let r = ctl.request(clean(None, true)).await.unwrap();
+    assert_eq!(r.code, 0, "{r:?}");
+    let r = ctl.request(replica_info(name)).await.unwrap();
+    assert_eq!(r.code, 2008, "{r:?}");
+}
+
+#[actix::test]
+async fn a_closed_master_connection_elects_the_in_sync_slave_and_notifies_it() {
+    let dir = test_dir("ctl-failover");
+    let server = start_server(controller_config(&dir));
+    let name = "broker-failover";
+    // The slave's broker port: where NOTIFY_BROKER_ROLE_CHANGED arrives.
+    let slave_port = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let slave_addr = slave_port.local_addr().unwrap().to_string();
+    let mut master = controller(&server).await;
+    let mut slave = controller(&server).await;
+    join(&mut master, name, 1, "127.0.0.1:10911").await;
+    let r = master.request(elect(name, 1, false)).await.unwrap();
+    assert_eq!(r.code, 0, "{r:?}");
+    join(&mut slave, name, 2, &slave_addr).await;
+    let r = master.request(alter(name, 1, 1, &[1, 2], 1)).await.unwrap();
+    assert_eq!(r.code, 0, "{r:?}");
+    slave
+        .oneway(heartbeat(name, 2, &slave_addr, 1, 4096))
+        .await
+        .unwrap();
+
+    drop(master); // kill -9: the connection closes
+    let accepted = tokio::time::timeout(Duration::from_secs(10), slave_port.accept()).await;
+    let (stream, _) = accepted.expect("a notification within 10 s").unwrap();
+    let mut frames = FramedRead::new(stream, RemotingCodec::default());
+    let frame = tokio::time::timeout(TIMEOUT, frames.next())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(frame.code, 1008, "{frame:?}");
+    assert_eq!(frame.ext("masterBrokerId"), Some("2"));
+    assert_eq!(frame.ext("masterAddress"), Some(slave_addr.as_str()));
+    assert_eq!(frame.ext("masterEpoch"), Some("2"));
+    let set = SyncStateSet::decode(frame.body.as_deref()).unwrap();
+    assert_eq!(
+        (
+            set.sync_state_set.into_iter().collect::<Vec<_>>(),
+            set.sync_state_set_epoch
+        ),
+        (vec![2], 3)
+    );
+    assert_eq!(
+        master_of(&mut slave, name).await,
+        (Some("2".into()), Some("2".into()))
+    );
+}
+
+#[actix::test]
+async fn without_in_sync_replicas_the_master_is_lost_unless_unclean_election_is_on() {
+    for unclean in [false, true] {
+        let dir = test_dir("ctl-unclean");
+        let mut config = controller_config(&dir);
+        config.controller.elect_unclean_master = unclean;
+        config.controller.notify_broker_role_changed = false;
+        let server = start_server(config);
+        let name = "broker-unclean";
+        let mut master = controller(&server).await;
+        let mut slave = controller(&server).await;
+        join(&mut master, name, 1, "127.0.0.1:10911").await;
+        let r = master.request(elect(name, 1, false)).await.unwrap();
+        assert_eq!(r.code, 0, "{r:?}");
+        // The slave is alive but never joined the SyncStateSet.
+        join(&mut slave, name, 2, "127.0.0.1:10921").await;
+        drop(master);
+        let expected = if unclean { Some("2".to_owned()) } else { None };
+        let mut last = (None, None);
+        let mut settled = false;
+        for _ in 0..100 {
+            last = master_of(&mut slave, name).await;
+            if last.0 == expected && last.1.as_deref() != Some("1") {
+                settled = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert!(settled, "unclean={unclean}: master/epoch now {last:?}");
+        // Without unclean election the set has no master: a broker's own request fails.
+        if !unclean {
+            let r = slave.request(elect(name, 2, false)).await.unwrap();
+            assert_eq!(
+                (r.code, r.remark.as_deref()),
+                (2012, Some("Failed to elect a new master"))
+            );
+        }
+    }
+}
+
+#[actix::test]
+async fn config_codes_and_the_state_survives_a_restart() {
+    let dir = test_dir("ctl-restart");
+    let config = controller_config(&dir);
+    {
+        let server = start_server(config.clone());
+        let mut ctl = controller(&server).await;
+        join(&mut ctl, "broker-kept", 1, "127.0.0.1:10911").await;
+        let r = ctl.request(elect("broker-kept", 1, false)).await.unwrap();
+        assert_eq!(r.code, 0);
+
+        let r = ctl
+            .request(RemotingCommand::request(RequestCode::GET_CONTROLLER_CONFIG))
+            .await
+            .unwrap();
+        let props = properties::parse(&body_text(&r)).unwrap();
+        assert_eq!(
+            props.get("controllerDLegerSelfId").map(String::as_str),
+            Some("n0")
+        );
+        assert_eq!(
+            props.get("enableElectUncleanMaster").map(String::as_str),
+            Some("false")
+        );
+        let update = |text: &str| {
+            RemotingCommand::request(RequestCode::UPDATE_CONTROLLER_CONFIG)
+                .with_body(text.as_bytes().to_vec())
+        };
+        let r = ctl
+            .request(update("configStorePath=/tmp/x\n"))
+            .await
+            .unwrap();
+        assert_eq!(
+            (r.code, r.remark.as_deref()),
+            (16, Some("Can not update config in black list."))
+        );
+        let r = ctl
+            .request(update("enableElectUncleanMaster=true\n"))
+            .await
+            .unwrap();
+        assert_eq!(r.code, 0, "{r:?}");
+        let r = ctl
+            .request(RemotingCommand::request(RequestCode::GET_CONTROLLER_CONFIG))
+            .await
+            .unwrap();
+        let props = properties::parse(&body_text(&r)).unwrap();
+        assert_eq!(
+            props.get("enableElectUncleanMaster").map(String::as_str),
+            Some("true")
+        );
+        server.stop().await;
+    }
+    let server = start_server(config);
+    let mut ctl = controller(&server).await;
+    assert_eq!(
+        master_of(&mut ctl, "broker-kept").await,
+        (Some("1".into()), Some("1".into()))
+    );
+    let r = ctl.request(next_id("broker-kept")).await.unwrap();
+    assert_eq!(r.ext("nextBrokerId"), Some("2"));
+}
+
+#[test]
+fn several_controllers_without_etcd_are_refused_naming_the_key() {
+    let mut config = test_config();
+    config.controller.enabled = true;
+    config.controller.peers = "n0-127.0.0.1:19878;n1-127.0.0.1:19879".into();
+    config.controller.self_id = "n0".into();
+    let err = config.validate().unwrap_err().to_string();
+    assert!(
+        err.contains("controller.peers") && err.contains("etcd"),
+        "{err}"
+    );
+    config.controller.peers = "n0-127.0.0.1:19878".into();
+    config.controller.self_id = "n9".into();
+    let err = config.validate().unwrap_err().to_string();
+    assert!(err.contains("controller.self_id"), "{err}");
+}
