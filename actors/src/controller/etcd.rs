@@ -1,0 +1,780 @@
+//! The controller's store in etcd, shared by several NameServers (docs/controller.md, "A design
+//! for us"): [`EtcdStore`] speaks the [store protocol](super::store) over one etcd client.
+//!
+//! Under a configurable prefix there is one key per broker set, `<prefix>/sets/<broker name>`,
+//! holding the JSON of its [`BrokerSet`], so that every change is one transaction on one key;
+//! and one leader key, `<prefix>/leader`, holding the [`LeaderInfo`] of the active controller and
+//! attached to that node's lease, so it disappears when the node stops renewing it.
+//!
+//! Every [`Commit`] is guarded twice in the same transaction: the set's key must still be at the
+//! `mod_revision` the change was computed from (which also covers both epochs: an epoch can only
+//! move from the value the change was computed from), and the leader key must still be the one
+//! this node created. A deposed leader's write therefore cannot commit, whatever it believes: the
+//! guarantee is etcd's, not this actor's timing.
+//!
+//! Every node reads the sets at revision R and watches the prefix from R + 1, so a follower's view
+//! is current (it answers reads) and a new leader starts warm. The watch is also how the
+//! leadership is learnt: the events come in revision order, so when this node sees its own
+//! leader key created at revision W, every change below W has already been reported, and
+//! `Leadership { is_self: true, caught_up: W }` arrives after them.
+//!
+//! Whatever breaks (the connection, the watch, the lease), the actor starts over from a fresh
+//! connection, lease and read, after a bounded backoff. A leader first reports that it is no
+//! longer one: stepping down early is harmless, serving as a leader on a lease that may be gone
+//! is not.
+
+use std::future::Future;
+use std::time::Duration;
+
+use actix::prelude::*;
+use etcd_client::{
+    Client, Compare, CompareOp, ConnectOptions, GetOptions, GetResponse, KeyValue, KvClient,
+    LeaseKeepAliveStream, LeaseKeeper, PutOptions, Txn, TxnOp, WatchOptions, WatchResponse,
+    WatchStream,
+};
+use serde::{Deserialize, Serialize};
+use tokio::time::Instant;
+use tracing::{debug, info, warn};
+
+use super::replicas::BrokerSet;
+use super::store::{Commit, LeaderInfo, Revision, StoreError, StoreEvent};
+
+#[cfg(test)]
+mod tests;
+
+/// The default key prefix: one etcd cluster may serve several NameServer clusters, each under a
+/// prefix of its own.
+pub const DEFAULT_PREFIX: &str = "/rmq-namesrv/controller";
+
+/// The shortest lease accepted. etcd refuses leases below about 1.5 s with its default election
+/// timeout, and a lease renewed every third of its life needs some room for one slow round trip.
+pub const MIN_LEASE_TTL: Duration = Duration::from_secs(2);
+
+/// The first wait before starting over, doubled on each failure up to [`MAX_BACKOFF`] and reset
+/// once a session is open.
+const FIRST_BACKOFF: Duration = Duration::from_millis(200);
+
+/// The longest wait before starting over: long enough not to hammer an etcd that is down, short
+/// enough that a NameServer is back in the election seconds after etcd is.
+const MAX_BACKOFF: Duration = Duration::from_secs(3);
+
+/// The `[controller.etcd]` settings. No endpoints means etcd is not used (a single controller
+/// keeps its state in a local file instead).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EtcdSettings {
+    /// etcd client addresses, `host:port` or `http://host:port` (TLS to etcd is not supported
+    /// yet).
+    pub endpoints: Vec<String>,
+    /// Every key of this controller cluster lives under it.
+    pub prefix: String,
+    /// The life of this node's lease, which the leader key is attached to: a leader that stops
+    /// renewing it (crash, partition) is replaced this long after its last renewal. etcd counts
+    /// whole seconds: a fraction is rounded up.
+    #[serde(with = "humantime_serde")]
+    pub lease_ttl: Duration,
+    /// The limit of each request to etcd (connect, read, transaction, lease grant).
+    #[serde(with = "humantime_serde")]
+    pub timeout: Duration,
+}
+
+impl Default for EtcdSettings {
+    fn default() -> Self {
+        EtcdSettings {
+            endpoints: Vec::new(),
+            prefix: DEFAULT_PREFIX.to_owned(),
+            lease_ttl: Duration::from_secs(5),
+            timeout: Duration::from_secs(3),
+        }
+    }
+}
+
+impl EtcdSettings {
+    /// Whether etcd is configured at all.
+    pub fn enabled(&self) -> bool {
+        !self.endpoints.is_empty()
+    }
+
+    /// Checks the settings; the error names the bad key.
+    pub fn validate(&self) -> Result<(), String> {
+        for endpoint in &self.endpoints {
+            if endpoint.is_empty() || endpoint.chars().any(char::is_whitespace) {
+                return Err(format!(
+                    "controller.etcd.endpoints: {endpoint:?} is not an etcd address \
+                     (host:port or http://host:port)"
+                ));
+            }
+            if endpoint.starts_with("https://") {
+                return Err(format!(
+                    "controller.etcd.endpoints: {endpoint}: TLS to etcd is not supported yet \
+                     (use host:port or http://host:port)"
+                ));
+            }
+        }
+        if self.prefix.trim_end_matches('/').is_empty() {
+            return Err(format!(
+                "controller.etcd.prefix: must not be empty (e.g. {DEFAULT_PREFIX})"
+            ));
+        }
+        if self.lease_ttl < MIN_LEASE_TTL {
+            return Err(format!(
+                "controller.etcd.lease_ttl: {} is below the minimum of {}",
+                humantime::format_duration(self.lease_ttl),
+                humantime::format_duration(MIN_LEASE_TTL)
+            ));
+        }
+        if self.timeout.is_zero() {
+            return Err("controller.etcd.timeout: must be above 0".to_owned());
+        }
+        Ok(())
+    }
+
+    /// The lease TTL as etcd takes it: whole seconds, rounded up.
+    fn ttl_seconds(&self) -> i64 {
+        let whole = self.lease_ttl.as_secs() + u64::from(self.lease_ttl.subsec_nanos() > 0);
+        i64::try_from(whole).unwrap_or(i64::MAX)
+    }
+}
+
+/// The keys under the prefix.
+#[derive(Debug, Clone)]
+struct Keys {
+    /// `<prefix>/`: what is read and watched (the trailing slash keeps a sibling prefix such as
+    /// `<prefix>2` out of the range).
+    dir: String,
+    /// `<prefix>/sets/`, followed by a broker set's name.
+    sets: String,
+    /// `<prefix>/leader`.
+    leader: String,
+}
+
+impl Keys {
+    fn new(prefix: &str) -> Self {
+        let base = prefix.trim_end_matches('/');
+        Keys {
+            dir: format!("{base}/"),
+            sets: format!("{base}/sets/"),
+            leader: format!("{base}/leader"),
+        }
+    }
+
+    fn set(&self, name: &str) -> String {
+        format!("{}{name}", self.sets)
+    }
+
+    /// The broker set name a key is the record of, if it is one.
+    fn set_name(&self, key: &[u8]) -> Option<String> {
+        let name = key.strip_prefix(self.sets.as_bytes())?;
+        match std::str::from_utf8(name) {
+            Ok(name) if !name.is_empty() => Some(name.to_owned()),
+            _ => None,
+        }
+    }
+}
+
+/// The active controller as last reported to the controller (reported again only on a change).
+#[derive(Debug, Clone, Default, PartialEq)]
+struct LeaderView {
+    leader: Option<LeaderInfo>,
+    is_self: bool,
+    /// The create revision of our leader key while `is_self` (the revision at which we won, and
+    /// what a [`Commit`] checks is still there); 0 otherwise.
+    caught_up: Revision,
+}
+
+/// What is connected now: dropped (and its lease revoked on the next start) when starting over.
+struct Session {
+    client: Client,
+    lease: i64,
+}
+
+/// The futures of the current session, cancelled when starting over so that no old watch or
+/// keep-alive stream outlives it.
+#[derive(Default)]
+struct Tasks {
+    open: Option<SpawnHandle>,
+    keep_alive: Option<SpawnHandle>,
+    watch: Option<SpawnHandle>,
+    campaign: Option<SpawnHandle>,
+}
+
+impl Tasks {
+    fn cancel(&mut self, ctx: &mut Context<EtcdStore>) {
+        let handles = [
+            self.open.take(),
+            self.keep_alive.take(),
+            self.watch.take(),
+            self.campaign.take(),
+        ];
+        for handle in handles.into_iter().flatten() {
+            ctx.cancel_future(handle);
+        }
+    }
+}
+
+/// The controller's state in etcd, and its leader election (see the module docs). It owns its
+/// etcd client; the controller talks to it only by [`Commit`] and hears from it only by
+/// [`StoreEvent`]s.
+pub struct EtcdStore {
+    settings: EtcdSettings,
+    me: LeaderInfo,
+    events: Recipient<StoreEvent>,
+    keys: Keys,
+    /// Bumped on every start over: a future of an older session finds it changed and does
+    /// nothing.
+    generation: u64,
+    session: Option<Session>,
+    tasks: Tasks,
+    /// The lease of the session given up, revoked first thing by the next one so that the leader
+    /// key (if ours) goes at once instead of at the end of its TTL.
+    stale_lease: Option<i64>,
+    backoff: Duration,
+    view: LeaderView,
+    campaigning: bool,
+}
+
+impl EtcdStore {
+    /// A store for node `me` (its id and controller address, which the leader key holds while it
+    /// leads), reporting to `events`. Nothing happens before it is started.
+    pub fn new(settings: EtcdSettings, me: LeaderInfo, events: Recipient<StoreEvent>) -> Self {
+        let keys = Keys::new(&settings.prefix);
+        EtcdStore {
+            settings,
+            me,
+            events,
+            keys,
+            generation: 0,
+            session: None,
+            tasks: Tasks::default(),
+            stale_lease: None,
+            backoff: FIRST_BACKOFF,
+            view: LeaderView::default(),
+            campaigning: false,
+        }
+    }
+
+    /// Reports the leadership if it changed.
+    fn set_view(&mut self, view: LeaderView) {
+        if view == self.view {
+            return;
+        }
+        info!(
+            leader = ?view.leader.as_ref().map(|l| &l.id),
+            is_self = view.is_self,
+            caught_up = view.caught_up,
+            "controller leadership"
+        );
+        self.view = view.clone();
+        self.events.do_send(StoreEvent::Leadership {
+            leader: view.leader,
+            is_self: view.is_self,
+            caught_up: view.caught_up,
+        });
+    }
+
+    /// Gives up the session and opens a new one after the backoff. A leader says first that it
+    /// no longer is one: the controller must stop answering as leader before anything else.
+    fn start_over(&mut self, ctx: &mut Context<Self>, reason: &str) {
+        if self.view.is_self {
+            self.set_view(LeaderView::default());
+        }
+        warn!(reason, retry_in = ?self.backoff, "etcd store: starting over");
+        self.generation += 1;
+        self.tasks.cancel(ctx);
+        if let Some(session) = self.session.take() {
+            self.stale_lease = Some(session.lease);
+        }
+        self.campaigning = false;
+        let delay = self.backoff;
+        self.backoff = (self.backoff * 2).min(MAX_BACKOFF);
+        let generation = self.generation;
+        self.tasks.open = Some(ctx.run_later(delay, move |act, ctx| {
+            if act.generation == generation {
+                act.open(ctx);
+            }
+        }));
+    }
+
+    /// Connects, takes a lease and reads the state.
+    fn open(&mut self, ctx: &mut Context<Self>) {
+        let generation = self.generation;
+        let opening = open_session(
+            self.settings.clone(),
+            self.keys.dir.clone(),
+            self.stale_lease,
+        );
+        self.tasks.open = Some(
+            ctx.spawn(opening.into_actor(self).map(move |opened, act, ctx| {
+                if act.generation != generation {
+                    return;
+                }
+                match opened {
+                    Ok(opened) => act.opened(ctx, opened),
+                    Err(reason) => act.start_over(ctx, &reason),
+                }
+            })),
+        );
+    }
+
+    /// The session is open: reports the state read, the leader, and follows both.
+    fn opened(&mut self, ctx: &mut Context<Self>, opened: Opened) {
+        let Opened {
+            client,
+            lease,
+            ttl,
+            keeper,
+            stream,
+            deadline,
+            snapshot,
+        } = opened;
+        let Some(revision) = snapshot.header().map(|h| h.revision()) else {
+            self.start_over(ctx, "etcd answered the read without a revision");
+            return;
+        };
+        info!(lease, revision, "etcd store: session open");
+        self.stale_lease = None;
+        self.backoff = FIRST_BACKOFF;
+        self.session = Some(Session { client, lease });
+
+        let mut sets = Vec::new();
+        let mut leader = None;
+        for kv in snapshot.kvs() {
+            if kv.key() == self.keys.leader.as_bytes() {
+                leader = Some(kv);
+            } else if let Some(name) = self.keys.set_name(kv.key()) {
+                if let Some(set) = decode_set(&name, kv.value()) {
+                    sets.push((set, kv.mod_revision()));
+                }
+            }
+        }
+        self.events.do_send(StoreEvent::Loaded { sets });
+        self.leader_key(ctx, leader);
+
+        self.keep_alive(ctx, keeper, stream, ttl, deadline);
+        self.watch(ctx, revision + 1);
+    }
+
+    /// The leader key is now `kv` (`None`: nobody holds it, so we run).
+    fn leader_key(&mut self, ctx: &mut Context<Self>, kv: Option<&KeyValue>) {
+        let Some(kv) = kv else {
+            self.set_view(LeaderView::default());
+            self.campaign(ctx);
+            return;
+        };
+        let ours = self.session.as_ref().map(|s| s.lease);
+        let is_self = kv.lease() != 0 && ours == Some(kv.lease());
+        let leader = match serde_json::from_slice::<LeaderInfo>(kv.value()) {
+            Ok(leader) => Some(leader),
+            Err(e) => {
+                warn!(error = %e, "etcd store: the leader key does not hold a controller");
+                None
+            }
+        };
+        self.set_view(LeaderView {
+            leader,
+            is_self,
+            caught_up: if is_self { kv.create_revision() } else { 0 },
+        });
+    }
+
+    /// Creates the leader key with our lease if nobody holds it. Whether we won is learnt from
+    /// the watch (in order with the changes before it), not from the answer.
+    fn campaign(&mut self, ctx: &mut Context<Self>) {
+        if self.campaigning {
+            return;
+        }
+        let Some(session) = &self.session else {
+            return;
+        };
+        let value = match serde_json::to_vec(&self.me) {
+            Ok(value) => value,
+            Err(e) => {
+                warn!(error = %e, "etcd store: cannot encode this controller's address");
+                return;
+            }
+        };
+        let leader = self.keys.leader.clone();
+        let txn = Txn::new()
+            .when([Compare::create_revision(
+                leader.clone(),
+                CompareOp::Equal,
+                0,
+            )])
+            .and_then([TxnOp::put(
+                leader,
+                value,
+                Some(PutOptions::new().with_lease(session.lease)),
+            )]);
+        let mut kv = session.client.kv_client();
+        let limit = self.settings.timeout;
+        let generation = self.generation;
+        self.campaigning = true;
+        let running = async move { within(limit, kv.txn(txn)).await };
+        self.tasks.campaign = Some(ctx.spawn(running.into_actor(self).map(
+            move |answer, act, ctx| {
+                if act.generation != generation {
+                    return;
+                }
+                act.campaigning = false;
+                match answer {
+                    Ok(answer) => debug!(won = answer.succeeded(), "etcd store: campaigned"),
+                    Err(e) => act.start_over(ctx, &format!("campaign failed: {e}")),
+                }
+            },
+        )));
+    }
+
+    /// Renews the lease every third of its TTL; a renewal that fails or does not come back
+    /// before the lease's deadline loses the lease.
+    fn keep_alive(
+        &mut self,
+        ctx: &mut Context<Self>,
+        keeper: LeaseKeeper,
+        stream: LeaseKeepAliveStream,
+        ttl: Duration,
+        deadline: Instant,
+    ) {
+        let generation = self.generation;
+        let renewing = renew(keeper, stream, ttl / 3, deadline);
+        self.tasks.keep_alive = Some(ctx.spawn(renewing.into_actor(self).map(
+            move |(keeper, stream, renewed), act, ctx| {
+                if act.generation != generation {
+                    return;
+                }
+                match renewed {
+                    Ok((ttl, deadline)) => act.keep_alive(ctx, keeper, stream, ttl, deadline),
+                    Err(e) => act.start_over(ctx, &format!("lease lost: {e}")),
+                }
+            },
+        )));
+    }
+
+    /// Opens the watch of the prefix from revision `from`.
+    fn watch(&mut self, ctx: &mut Context<Self>, from: Revision) {
+        let Some(session) = &self.session else {
+            return;
+        };
+        let mut client = session.client.watch_client();
+        let dir = self.keys.dir.clone();
+        let limit = self.settings.timeout;
+        let generation = self.generation;
+        let options = WatchOptions::new().with_prefix().with_start_revision(from);
+        let opening = async move { within(limit, client.watch(dir, Some(options))).await };
+        self.tasks.watch = Some(ctx.spawn(opening.into_actor(self).map(
+            move |stream, act, ctx| {
+                if act.generation != generation {
+                    return;
+                }
+                match stream {
+                    Ok(stream) => act.next_watched(ctx, stream),
+                    Err(e) => act.start_over(ctx, &format!("watch failed: {e}")),
+                }
+            },
+        )));
+    }
+
+    /// Waits for the watch's next answer.
+    fn next_watched(&mut self, ctx: &mut Context<Self>, mut stream: WatchStream) {
+        let generation = self.generation;
+        let next = async move {
+            let answer = stream.message().await;
+            (stream, answer)
+        };
+        self.tasks.watch = Some(ctx.spawn(next.into_actor(self).map(
+            move |(stream, answer), act, ctx| {
+                if act.generation != generation {
+                    return;
+                }
+                let handled = match answer {
+                    Ok(Some(answer)) => act.watched(ctx, &answer),
+                    Ok(None) => Err("the watch ended".to_owned()),
+                    Err(e) => Err(format!("watch failed: {e}")),
+                };
+                match handled {
+                    Ok(()) if act.generation == generation => act.next_watched(ctx, stream),
+                    Ok(()) => {}
+                    Err(reason) => act.start_over(ctx, &reason),
+                }
+            },
+        )));
+    }
+
+    /// Reports the changes of one watch answer, in order.
+    fn watched(&mut self, ctx: &mut Context<Self>, answer: &WatchResponse) -> Result<(), String> {
+        if answer.canceled() {
+            return Err(format!(
+                "the watch was cancelled ({}; compacted at revision {})",
+                answer.cancel_reason(),
+                answer.compact_revision()
+            ));
+        }
+        for event in answer.events() {
+            let Some(kv) = event.kv() else {
+                continue;
+            };
+            // A removal's key-value is the tombstone: its key and the removal's revision, with
+            // version 0 (every live key has a version of 1 or more).
+            let removed = kv.version() == 0;
+            if kv.key() == self.keys.leader.as_bytes() {
+                self.leader_key(ctx, (!removed).then_some(kv));
+            } else if let Some(name) = self.keys.set_name(kv.key()) {
+                let record = if removed {
+                    None
+                } else {
+                    match decode_set(&name, kv.value()) {
+                        Some(set) => Some(set),
+                        None => continue,
+                    }
+                };
+                self.events.do_send(StoreEvent::Changed {
+                    name,
+                    record,
+                    revision: kv.mod_revision(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Forgets the session, for a restart by a supervisor or a stop; the lease is revoked on a
+    /// detached task (best effort: it expires by itself otherwise).
+    fn close(&mut self) {
+        if self.view.is_self {
+            self.set_view(LeaderView::default());
+        }
+        self.generation += 1;
+        self.tasks = Tasks::default();
+        self.campaigning = false;
+        if let Some(session) = self.session.take() {
+            let mut leases = session.client.lease_client();
+            let limit = self.settings.timeout;
+            let lease = session.lease;
+            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                runtime.spawn(async move {
+                    let _ = within(limit, leases.revoke(lease)).await;
+                });
+            }
+        }
+    }
+}
+
+impl Actor for EtcdStore {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        if !self.settings.enabled() {
+            warn!("etcd store started without endpoints: every commit fails");
+            return;
+        }
+        self.open(ctx);
+    }
+
+    fn stopped(&mut self, _: &mut Self::Context) {
+        self.close();
+    }
+}
+
+impl actix::Supervised for EtcdStore {
+    fn restarting(&mut self, _: &mut Self::Context) {
+        self.close();
+        self.backoff = FIRST_BACKOFF;
+    }
+}
+
+impl Handler<Commit> for EtcdStore {
+    type Result = ResponseFuture<Result<Revision, StoreError>>;
+
+    fn handle(&mut self, msg: Commit, _: &mut Context<Self>) -> Self::Result {
+        let won = self.view.caught_up;
+        let (kv, leader) = match &self.session {
+            Some(_) if !self.view.is_self => return Box::pin(async { Err(StoreError::NotLeader) }),
+            Some(session) => (session.client.kv_client(), self.keys.leader.clone()),
+            None if !self.settings.enabled() => {
+                return Box::pin(async {
+                    Err(StoreError::Unavailable(
+                        "no etcd endpoints configured".into(),
+                    ))
+                })
+            }
+            None => return Box::pin(async { Err(StoreError::NotLeader) }),
+        };
+        debug!(set = %msg.name, expected = msg.expected, removal = msg.record.is_none(), "commit");
+        let key = self.keys.set(&msg.name);
+        Box::pin(commit(kv, key, leader, won, msg, self.settings.timeout))
+    }
+}
+
+/// One commit: the set's key at `expected` and our leader key (created at `won`) still there,
+/// in one transaction; when it fails, which of the two did.
+async fn commit(
+    mut kv: KvClient,
+    key: String,
+    leader: String,
+    won: Revision,
+    msg: Commit,
+    limit: Duration,
+) -> Result<Revision, StoreError> {
+    let unavailable = StoreError::Unavailable;
+    let set_guard = if msg.expected == 0 {
+        Compare::version(key.clone(), CompareOp::Equal, 0)
+    } else {
+        Compare::mod_revision(key.clone(), CompareOp::Equal, msg.expected)
+    };
+    let leader_guard = Compare::create_revision(leader.clone(), CompareOp::Equal, won);
+    let write = match &msg.record {
+        Some(record) => {
+            let value = serde_json::to_vec(record)
+                .map_err(|e| unavailable(format!("cannot encode the record: {e}")))?;
+            TxnOp::put(key.clone(), value, None)
+        }
+        None => TxnOp::delete(key.clone(), None),
+    };
+    let txn = Txn::new().when([set_guard, leader_guard]).and_then([write]);
+    let answer = within(limit, kv.txn(txn)).await.map_err(unavailable)?;
+    if answer.succeeded() {
+        return answer
+            .header()
+            .map(|h| h.revision())
+            .ok_or_else(|| unavailable("etcd answered the commit without a revision".into()));
+    }
+    // Which guard failed: the leader key first (a deposed leader must hear NotLeader, not be
+    // invited to retry), then the set's revision now.
+    let holder = within(limit, kv.get(leader, None))
+        .await
+        .map_err(unavailable)?;
+    if holder.kvs().first().map(KeyValue::create_revision) != Some(won) {
+        return Err(StoreError::NotLeader);
+    }
+    let set = within(limit, kv.get(key, None))
+        .await
+        .map_err(unavailable)?;
+    Err(StoreError::Conflict {
+        current: set.kvs().first().map_or(0, KeyValue::mod_revision),
+    })
+}
+
+/// A record read from etcd, or `None` (logged) when it is not one: the rest of the state is
+/// still served.
+fn decode_set(name: &str, value: &[u8]) -> Option<BrokerSet> {
+    match serde_json::from_slice::<BrokerSet>(value) {
+        Ok(set) if set.name == name => Some(set),
+        Ok(set) => {
+            warn!(key = name, name = %set.name, "etcd store: a broker set under another name's key; ignored");
+            None
+        }
+        Err(e) => {
+            warn!(key = name, error = %e, "etcd store: not a broker set record; ignored");
+            None
+        }
+    }
+}
+
+/// An open session, before the actor takes it.
+struct Opened {
+    client: Client,
+    lease: i64,
+    ttl: Duration,
+    keeper: LeaseKeeper,
+    stream: LeaseKeepAliveStream,
+    /// Before this instant the lease is certainly alive in etcd.
+    deadline: Instant,
+    snapshot: GetResponse,
+}
+
+/// Connects, revokes the last session's lease (best effort), grants and starts renewing a new
+/// one, and reads everything under `dir`.
+async fn open_session(
+    settings: EtcdSettings,
+    dir: String,
+    stale_lease: Option<i64>,
+) -> Result<Opened, String> {
+    let limit = settings.timeout;
+    let options = ConnectOptions::new()
+        .with_connect_timeout(limit)
+        // A member cut off from its cluster's leader answers no watch rather than stale ones.
+        .with_require_leader(true);
+    let client = within(limit, Client::connect(&settings.endpoints, Some(options)))
+        .await
+        .map_err(|e| format!("cannot connect to etcd: {e}"))?;
+    let mut leases = client.lease_client();
+    if let Some(stale) = stale_lease {
+        if let Err(e) = within(limit, leases.revoke(stale)).await {
+            debug!(lease = stale, error = %e, "etcd store: the last lease was not revoked");
+        }
+    }
+    let asked = Instant::now();
+    let granted = within(limit, leases.grant(settings.ttl_seconds(), None))
+        .await
+        .map_err(|e| format!("cannot take a lease: {e}"))?;
+    if granted.ttl() <= 0 || !granted.error().is_empty() {
+        return Err(format!("etcd refused the lease: {}", granted.error()));
+    }
+    let lease = granted.id();
+    // The lease lives at least its TTL from the moment it was asked for.
+    let ttl = Duration::from_secs(granted.ttl().unsigned_abs());
+    let deadline = asked + ttl;
+    let (keeper, stream) = within(limit, leases.keep_alive(lease))
+        .await
+        .map_err(|e| format!("cannot renew the lease: {e}"))?;
+    let mut kv = client.kv_client();
+    let snapshot = within(limit, kv.get(dir, Some(GetOptions::new().with_prefix())))
+        .await
+        .map_err(|e| format!("cannot read the state: {e}"))?;
+    Ok(Opened {
+        client,
+        lease,
+        ttl,
+        keeper,
+        stream,
+        deadline,
+        snapshot,
+    })
+}
+
+/// One renewal, `every` after the last: the new TTL and deadline, or why the lease is lost. The
+/// keeper and its stream come back for the next one.
+async fn renew(
+    mut keeper: LeaseKeeper,
+    mut stream: LeaseKeepAliveStream,
+    every: Duration,
+    deadline: Instant,
+) -> (
+    LeaseKeeper,
+    LeaseKeepAliveStream,
+    Result<(Duration, Instant), String>,
+) {
+    tokio::time::sleep(every).await;
+    let asked = Instant::now();
+    if let Err(e) = keeper.keep_alive().await {
+        return (keeper, stream, Err(e.to_string()));
+    }
+    let left = deadline.saturating_duration_since(Instant::now());
+    let renewed = match tokio::time::timeout(left, stream.message()).await {
+        Err(_) => Err("no renewal before the lease's deadline".to_owned()),
+        Ok(Err(e)) => Err(e.to_string()),
+        Ok(Ok(None)) => Err("the keep-alive stream ended".to_owned()),
+        Ok(Ok(Some(answer))) if answer.ttl() <= 0 => {
+            Err("the lease expired or was revoked".to_owned())
+        }
+        Ok(Ok(Some(answer))) => {
+            let ttl = Duration::from_secs(answer.ttl().unsigned_abs());
+            Ok((ttl, asked + ttl))
+        }
+    };
+    (keeper, stream, renewed)
+}
+
+/// `request` within `limit`, its error as text.
+async fn within<T>(
+    limit: Duration,
+    request: impl Future<Output = Result<T, etcd_client::Error>>,
+) -> Result<T, String> {
+    match tokio::time::timeout(limit, request).await {
+        Ok(Ok(answer)) => Ok(answer),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(_) => Err(format!(
+            "no answer from etcd within {}",
+            humantime::format_duration(limit)
+        )),
+    }
+}
