@@ -7,6 +7,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use actix::prelude::*;
+use rmq_actors::controller::etcd::{EtcdSettings, EtcdStore};
 use rmq_actors::controller::file_store::{FileStore, FileStoreError};
 use rmq_actors::controller::Controller;
 use rmq_actors::dispatch::Services;
@@ -70,20 +71,40 @@ pub fn start(
         &config.admin.config_black_list,
     );
     let me = settings.me();
-    if !section.etcd_list().is_empty() {
-        return Err(ControllerStartError::Config(
-            "controller.etcd_endpoints: the etcd store is not available in this build".into(),
-        ));
-    }
+    let etcd = EtcdSettings {
+        endpoints: section.etcd_list(),
+        prefix: section.etcd_prefix.clone(),
+        lease_ttl: section.etcd_lease_ttl,
+        ..EtcdSettings::default()
+    };
+    etcd.validate().map_err(ControllerStartError::Config)?;
     let bound = std::net::TcpListener::bind(addr)
         .and_then(|l| l.set_nonblocking(true).map(|()| l))
         .map_err(|source| ControllerStartError::Bind { addr, source })?;
-    let store = FileStore::open(&expand_home(&section.store_path), me.clone())?;
+    // Without etcd, one controller and its local file (read now: a bad file stops start-up).
+    let file = if etcd.enabled() {
+        None
+    } else {
+        Some(FileStore::open(
+            &expand_home(&section.store_path),
+            me.clone(),
+        )?)
+    };
+    let store_name = if etcd.enabled() {
+        format!("etcd {} under {}", etcd.endpoints.join(","), etcd.prefix)
+    } else {
+        expand_home(&section.store_path).display().to_string()
+    };
     let arbiter = Arbiter::new();
     let client_tls = shared.client_tls;
+    let me_store = me.clone();
     let controller = Controller::start_in_arbiter(&arbiter.handle(), move |ctx| {
-        let store = store.reporting_to(ctx.address().recipient()).start();
-        Controller::new(settings, store.recipient(), client_tls)
+        let events = ctx.address().recipient();
+        let store = match file {
+            Some(file) => file.reporting_to(events).start().recipient(),
+            None => EtcdStore::new(etcd, me_store, events).start().recipient(),
+        };
+        Controller::new(settings, store, client_tls)
     });
     let incoming = tokio::net::TcpListener::from_std(bound)
         .map_err(|source| ControllerStartError::Bind { addr, source })?;
@@ -101,8 +122,7 @@ pub fn start(
         services,
     })
     .start();
-    info!(addr = %addr, id = %me.id, store = %section.store_path.display(),
-        "controller listening");
+    info!(addr = %addr, id = %me.id, store = %store_name, "controller listening");
     Ok(Some(ControllerPort {
         addr,
         controller,

@@ -496,3 +496,81 @@ fn several_controllers_without_etcd_are_refused_naming_the_key() {
     let err = config.validate().unwrap_err().to_string();
     assert!(err.contains("controller.self_id"), "{err}");
 }
+
+/// Two NameServers' controllers sharing one etcd (started here from the OS package).
+fn etcd_config(dir: &Path, etcd: &support::etcd::Etcd, peers: &str, me: &str) -> Config {
+    let mut config = controller_config(dir);
+    config.controller.peers = peers.to_owned();
+    config.controller.self_id = me.to_owned();
+    config.controller.etcd_endpoints = etcd.endpoint();
+    config.controller.etcd_prefix = format!("/rmq-test/{}", dir.display());
+    config.controller.etcd_lease_ttl = Duration::from_secs(2);
+    config
+}
+
+async fn metadata(server: &NameServerHandle) -> RemotingCommand {
+    let mut ctl = controller(server).await;
+    ctl.request(RemotingCommand::request(
+        RequestCode::CONTROLLER_GET_METADATA_INFO,
+    ))
+    .await
+    .unwrap()
+}
+
+/// Waits (bounded) until `server`'s controller reports itself leader.
+async fn leads(server: &NameServerHandle) -> bool {
+    for _ in 0..100 {
+        if metadata(server).await.ext("isLeader") == Some("true") {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    false
+}
+
+#[actix::test]
+async fn two_controllers_on_one_etcd_have_one_leader_and_the_other_takes_over() {
+    let etcd = support::etcd::start();
+    let dir = test_dir("ctl-etcd");
+    let peers = format!("n0-127.0.0.1:{};n1-127.0.0.1:{}", free_port(), free_port());
+    let first = start_server(etcd_config(&dir, &etcd, &peers, "n0"));
+    assert!(
+        leads(&first).await,
+        "the first controller never became leader"
+    );
+    let second = start_server(etcd_config(&dir, &etcd, &peers, "n1"));
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let m = metadata(&second).await;
+    assert_eq!(m.ext("isLeader"), Some("false"), "{m:?}");
+    assert_eq!(m.ext("controllerLeaderId"), Some("n0"), "{m:?}");
+
+    // The leader serves; the follower refuses leader-only codes.
+    let mut leader = controller(&first).await;
+    join(&mut leader, "broker-etcd", 1, "127.0.0.1:10911").await;
+    let r = leader
+        .request(elect("broker-etcd", 1, false))
+        .await
+        .unwrap();
+    assert_eq!(r.code, 0, "{r:?}");
+    let mut follower = controller(&second).await;
+    let r = follower.request(replica_info("broker-etcd")).await.unwrap();
+    assert_eq!(
+        (r.code, r.remark.as_deref()),
+        (2007, Some("The controller is not in leader state"))
+    );
+
+    // The leader's NameServer stops: the other takes over with the state.
+    first.stop().await;
+    assert!(
+        leads(&second).await,
+        "the second controller never took over"
+    );
+    let mut follower = controller(&second).await;
+    assert_eq!(
+        master_of(&mut follower, "broker-etcd").await,
+        (Some("1".into()), Some("1".into()))
+    );
+    let r = follower.request(next_id("broker-etcd")).await.unwrap();
+    assert_eq!(r.ext("nextBrokerId"), Some("2"));
+    second.stop().await;
+}

@@ -117,6 +117,9 @@ pub struct Controller {
     connections: HashMap<ConnId, Recipient<CloseConnection>>,
     /// TLS for the outbound notifications, when brokers are reached over TLS.
     client_tls: Option<Arc<ClientConfig>>,
+    /// The server is stopping: no longer the leader, so that closing the brokers' connections
+    /// does not read as every master lost (Java shuts its controller down first, too).
+    stopping: bool,
 }
 
 impl Controller {
@@ -134,12 +137,13 @@ impl Controller {
             leadership: Leadership::default(),
             connections: HashMap::new(),
             client_tls,
+            stopping: false,
         }
     }
 
     /// Whether leader-only requests are served: leader, and the view caught up.
     fn serving(&self) -> bool {
-        self.leadership.is_self && self.applied >= self.leadership.caught_up
+        self.leadership.is_self && self.applied >= self.leadership.caught_up && !self.stopping
     }
 
     fn not_leader() -> RemotingCommand {
@@ -465,6 +469,11 @@ impl Handler<StoreEvent> for Controller {
                     info!(leader = ?leader.as_ref().map(|l| &l.id), is_self,
                         "controller leadership changed");
                 }
+                // A store reports every change below the revision it won at before it reports
+                // the win (store.rs): the view is as new as that revision now.
+                if is_self {
+                    self.applied = self.applied.max(caught_up);
+                }
                 self.leadership = Leadership {
                     leader,
                     is_self,
@@ -499,6 +508,7 @@ impl Handler<CloseAll> for Controller {
     /// Closes every connection of the controller's port (the server is stopping); answers how
     /// many were told.
     fn handle(&mut self, _: CloseAll, _: &mut Context<Self>) -> usize {
+        self.stopping = true;
         for close in self.connections.values() {
             close.do_send(CloseConnection::Close {
                 reason: "server stopping",

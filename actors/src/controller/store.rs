@@ -65,10 +65,10 @@ pub enum StoreEvent {
         record: Option<BrokerSet>,
         revision: Revision,
     },
-    /// The active controller now (`None`: nobody), and whether it is this node. A node that
-    /// becomes leader serves leader-only requests only once its view is at least as new as
-    /// `caught_up` (the store's revision when it won), as Java's new leader first applies every
-    /// committed entry.
+    /// The active controller now (`None`: nobody), and whether it is this node. `caught_up` is
+    /// the store's revision when this node won; a store sends this event only after every
+    /// change below that revision, so the new leader's view is complete when it starts serving
+    /// (as Java's new leader first applies every committed entry).
     Leadership {
         leader: Option<LeaderInfo>,
         is_self: bool,
