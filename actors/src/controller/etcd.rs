@@ -51,7 +51,8 @@ pub const DEFAULT_PREFIX: &str = "/rmq-namesrv/controller";
 pub const MIN_LEASE_TTL: Duration = Duration::from_secs(2);
 
 /// The first wait before starting over, doubled on each failure up to [`MAX_BACKOFF`] and reset
-/// once a session is open.
+/// once a session has renewed its lease (one that fails right after opening, for a reason that
+/// stays, does not start over five times a second).
 const FIRST_BACKOFF: Duration = Duration::from_millis(200);
 
 /// The longest wait before starting over: long enough not to hammer an etcd that is down, short
@@ -333,7 +334,6 @@ impl EtcdStore {
         };
         info!(lease, revision, "etcd store: session open");
         self.stale_lease = None;
-        self.backoff = FIRST_BACKOFF;
         self.session = Some(Session { client, lease });
 
         let mut sets = Vec::new();
@@ -442,7 +442,12 @@ impl EtcdStore {
                     return;
                 }
                 match renewed {
-                    Ok((ttl, deadline)) => act.keep_alive(ctx, keeper, stream, ttl, deadline),
+                    Ok((ttl, deadline)) => {
+                        // A session that lasted a renewal was a good one: the next failure
+                        // starts over quickly again.
+                        act.backoff = FIRST_BACKOFF;
+                        act.keep_alive(ctx, keeper, stream, ttl, deadline)
+                    }
                     Err(e) => act.start_over(ctx, &format!("lease lost: {e}")),
                 }
             },
@@ -585,10 +590,16 @@ impl Handler<Commit> for EtcdStore {
     type Result = ResponseFuture<Result<Revision, StoreError>>;
 
     fn handle(&mut self, msg: Commit, _: &mut Context<Self>) -> Self::Result {
-        let won = self.view.caught_up;
-        let (kv, leader) = match &self.session {
+        let (kv, ours) = match &self.session {
             Some(_) if !self.view.is_self => return Box::pin(async { Err(StoreError::NotLeader) }),
-            Some(session) => (session.client.kv_client(), self.keys.leader.clone()),
+            Some(session) => (
+                session.client.kv_client(),
+                OurLeaderKey {
+                    key: self.keys.leader.clone(),
+                    created: self.view.caught_up,
+                    lease: session.lease,
+                },
+            ),
             None if !self.settings.enabled() => {
                 return Box::pin(async {
                     Err(StoreError::Unavailable(
@@ -600,17 +611,32 @@ impl Handler<Commit> for EtcdStore {
         };
         debug!(set = %msg.name, expected = msg.expected, removal = msg.record.is_none(), "commit");
         let key = self.keys.set(&msg.name);
-        Box::pin(commit(kv, key, leader, won, msg, self.settings.timeout))
+        Box::pin(commit(kv, key, ours, msg, self.settings.timeout))
     }
 }
 
-/// One commit: the set's key at `expected` and our leader key (created at `won`) still there,
-/// in one transaction; when it fails, which of the two did.
+/// The leader key as this node created it: a commit requires it unchanged.
+struct OurLeaderKey {
+    key: String,
+    /// Its create revision: a key deleted (lease expired or revoked) and created again, by
+    /// anyone, has another one.
+    created: Revision,
+    /// Our lease, which it must still be attached to.
+    lease: i64,
+}
+
+impl OurLeaderKey {
+    fn holds(&self, kv: Option<&KeyValue>) -> bool {
+        kv.is_some_and(|kv| kv.create_revision() == self.created && kv.lease() == self.lease)
+    }
+}
+
+/// One commit: the set's key at `expected` and our leader key still there, in one transaction;
+/// when it fails, which of the two did.
 async fn commit(
     mut kv: KvClient,
     key: String,
-    leader: String,
-    won: Revision,
+    ours: OurLeaderKey,
     msg: Commit,
     limit: Duration,
 ) -> Result<Revision, StoreError> {
@@ -620,7 +646,8 @@ async fn commit(
     } else {
         Compare::mod_revision(key.clone(), CompareOp::Equal, msg.expected)
     };
-    let leader_guard = Compare::create_revision(leader.clone(), CompareOp::Equal, won);
+    let created_guard = Compare::create_revision(ours.key.clone(), CompareOp::Equal, ours.created);
+    let lease_guard = Compare::lease(ours.key.clone(), CompareOp::Equal, ours.lease);
     let write = match &msg.record {
         Some(record) => {
             let value = serde_json::to_vec(record)
@@ -629,7 +656,9 @@ async fn commit(
         }
         None => TxnOp::delete(key.clone(), None),
     };
-    let txn = Txn::new().when([set_guard, leader_guard]).and_then([write]);
+    let txn = Txn::new()
+        .when([set_guard, created_guard, lease_guard])
+        .and_then([write]);
     let answer = within(limit, kv.txn(txn)).await.map_err(unavailable)?;
     if answer.succeeded() {
         return answer
@@ -639,10 +668,10 @@ async fn commit(
     }
     // Which guard failed: the leader key first (a deposed leader must hear NotLeader, not be
     // invited to retry), then the set's revision now.
-    let holder = within(limit, kv.get(leader, None))
+    let holder = within(limit, kv.get(ours.key.clone(), None))
         .await
         .map_err(unavailable)?;
-    if holder.kvs().first().map(KeyValue::create_revision) != Some(won) {
+    if !ours.holds(holder.kvs().first()) {
         return Err(StoreError::NotLeader);
     }
     let set = within(limit, kv.get(key, None))

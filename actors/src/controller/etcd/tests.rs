@@ -54,7 +54,7 @@ fn settings(etcd: &server::Etcd) -> EtcdSettings {
 fn leader_info(id: &str) -> LeaderInfo {
     LeaderInfo {
         id: id.to_owned(),
-        address: format!("127.0.0.1:98{}", id.trim_start_matches('n')),
+        address: format!("{id}.controllers.test:9878"),
     }
 }
 
@@ -324,6 +324,44 @@ async fn two_nodes_elect_exactly_one_and_the_follower_cannot_commit() {
     assert_eq!(
         leader.changed().await,
         ("a".to_owned(), Some(broker_set("a", 2)), r1)
+    );
+}
+
+/// The guard is etcd's, not the actor's view: a transaction naming a leader key that is not
+/// (or no longer) ours writes nothing, whatever the node believes.
+#[actix::test]
+async fn the_transaction_refuses_a_leader_key_not_ours() {
+    let etcd = server::start();
+    let mut client = client(&etcd).await;
+    let mut n0 = node(settings(&etcd), "n0");
+    let won = n0.wins().await;
+    let (_, lease, _) = leader_key(&mut client).await.expect("leader key");
+    let keys = Keys::new(DEFAULT_PREFIX);
+    let attempt = |created, lease| {
+        commit(
+            client.kv_client(),
+            keys.set("a"),
+            OurLeaderKey {
+                key: keys.leader.clone(),
+                created,
+                lease,
+            },
+            Commit {
+                name: "a".into(),
+                expected: 0,
+                record: Some(broker_set("a", 2)),
+            },
+            Duration::from_secs(2),
+        )
+    };
+    assert_eq!(attempt(won + 1, lease).await, Err(StoreError::NotLeader));
+    assert_eq!(attempt(won, lease + 1).await, Err(StoreError::NotLeader));
+    let empty = client.kv_client().get(keys.set("a"), None).await.unwrap();
+    assert!(empty.kvs().is_empty(), "nothing written");
+    let written = attempt(won, lease).await.unwrap();
+    assert_eq!(
+        n0.changed().await,
+        ("a".to_owned(), Some(broker_set("a", 2)), written)
     );
 }
 
