@@ -574,3 +574,63 @@ async fn two_controllers_on_one_etcd_have_one_leader_and_the_other_takes_over() 
     assert_eq!(r.ext("nextBrokerId"), Some("2"));
     second.stop().await;
 }
+
+#[actix::test]
+async fn bad_controller_requests_get_clear_errors_and_the_controller_keeps_going() {
+    let dir = test_dir("ctl-hostile");
+    let server = start_server(controller_config(&dir));
+    let mut ctl = controller(&server).await;
+    // An absurd heartbeat timeout is clamped, not an overflow.
+    let mut beat = heartbeat("broker-h", 1, "127.0.0.1:1", 0, 0);
+    beat = beat.with_ext("heartbeatTimeoutMills", i64::MAX.to_string());
+    ctl.oneway(beat).await.unwrap();
+    let cases = [
+        (
+            RemotingCommand::request(RequestCode::CONTROLLER_ALTER_SYNC_STATE_SET)
+                .with_ext("brokerName", "b")
+                .with_ext("masterEpoch", "1")
+                .with_body(b"{not json".to_vec()),
+            1,
+        ),
+        (
+            RemotingCommand::request(RequestCode::CONTROLLER_GET_SYNC_STATE_DATA)
+                .with_body(b"[1, {".to_vec()),
+            1,
+        ),
+        (
+            RemotingCommand::request(RequestCode::CONTROLLER_APPLY_BROKER_ID),
+            1,
+        ),
+        (
+            RemotingCommand::request(RequestCode::CONTROLLER_ELECT_MASTER)
+                .with_ext("clusterName", CLUSTER)
+                .with_ext("brokerName", "b")
+                .with_ext("brokerId", "not-a-number"),
+            1,
+        ),
+        (
+            RemotingCommand::request(RequestCode::CONTROLLER_GET_SYNC_STATE_DATA)
+                .with_body(vec![b' '; (1 << 20) + 1]),
+            1,
+        ),
+        (
+            RemotingCommand::request(RequestCode::UPDATE_CONTROLLER_CONFIG)
+                .with_body(vec![0xff, 0xfe]),
+            1,
+        ),
+    ];
+    for (request, expected) in cases {
+        let r = ctl.request(request).await.unwrap();
+        assert_eq!(r.code, expected, "{r:?}");
+        assert!(r.remark.as_deref().is_some_and(|t| !t.is_empty()), "{r:?}");
+    }
+    // Still serving, on the same connection.
+    let r = ctl
+        .request(RemotingCommand::request(
+            RequestCode::CONTROLLER_GET_METADATA_INFO,
+        ))
+        .await
+        .unwrap();
+    assert_eq!(r.code, 0);
+    join(&mut ctl, "broker-after", 1, "127.0.0.1:10911").await;
+}

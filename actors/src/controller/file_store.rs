@@ -156,7 +156,7 @@ impl Handler<Commit> for FileStore {
             return Err(StoreError::Conflict { current });
         }
         let before = self.sets.get(&commit.name).cloned();
-        let revision = self.revision + 1;
+        let revision = self.revision.saturating_add(1);
         match &commit.record {
             Some(set) => {
                 self.sets

@@ -13,6 +13,14 @@ use crate::route::ConnId;
 /// The timeout of a heartbeat that names none (Java's default `controllerHeartBeatTimeoutMills`).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// The longest heartbeat timeout honoured: a broker asking for more gets this (and `Instant`
+/// arithmetic never overflows on an absurd value).
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(3600);
+
+/// Most brokers tracked at once; heartbeats of further unknown brokers are dropped (a real
+/// fleet has a few thousand, a flood of invented ones must not grow the table without bound).
+pub const MAX_ENTRIES: usize = 65_536;
+
 /// (cluster, broker name, broker id).
 type Key = (String, String, i64);
 
@@ -49,7 +57,8 @@ impl Heartbeats {
         let timeout = h
             .heartbeat_timeout_mills
             .and_then(|ms| u64::try_from(ms).ok())
-            .map_or(DEFAULT_TIMEOUT, Duration::from_millis);
+            .map_or(DEFAULT_TIMEOUT, Duration::from_millis)
+            .min(MAX_TIMEOUT);
         let reported = LiveInfo {
             epoch: h.epoch.unwrap_or(-1),
             max_offset: h.max_offset.unwrap_or(-1),
@@ -60,6 +69,7 @@ impl Heartbeats {
             h.broker_name.clone().unwrap_or_default(),
             id,
         );
+        let full = self.entries.len() >= MAX_ENTRIES;
         match self.entries.get_mut(&key) {
             Some(entry) => {
                 entry.last = now;
@@ -73,6 +83,9 @@ impl Heartbeats {
                     entry.info.epoch = reported.epoch;
                     entry.info.max_offset = reported.max_offset;
                 }
+            }
+            None if full => {
+                tracing::warn!(broker = %h.broker_addr, "controller heartbeat table full; heartbeat dropped");
             }
             None => {
                 self.entries.insert(

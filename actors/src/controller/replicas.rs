@@ -23,6 +23,12 @@ use super::store::Revision;
 /// The first controller id of a broker set (Java's `MixAll.FIRST_BROKER_CONTROLLER_ID`).
 pub const FIRST_BROKER_ID: i64 = 1;
 
+/// Most broker sets, and members of one set, the controller keeps: far above real fleets, and
+/// what keeps a flood of invented registrations from growing the state (and each commit of the
+/// local file) without bound.
+pub const MAX_SETS: usize = 10_000;
+pub const MAX_MEMBERS: usize = 1_000;
+
 /// One member of a broker set: its current address and the check code it claimed its id with.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Member {
@@ -250,6 +256,21 @@ impl ReplicaTables {
             check_code: h.register_check_code.clone(),
         };
         let id = h.applied_broker_id;
+        let full = match self.get(&h.broker_name) {
+            None => (self.sets.len() >= MAX_SETS).then_some("broker sets"),
+            Some(set) => (set.members.len() >= MAX_MEMBERS && !set.members.contains_key(&id))
+                .then_some("members in this broker set"),
+        };
+        if let Some(what) = full {
+            return Decision::answer(respond(
+                ResponseCode::CONTROLLER_BROKER_ID_INVALID,
+                Some(format!(
+                    "Fail to apply brokerId: {id} in broker-set: {}: the controller holds its maximum of {what}",
+                    h.broker_name
+                )),
+                &header,
+            ));
+        }
         let Some(set) = self.get(&h.broker_name) else {
             if id != FIRST_BROKER_ID {
                 return Decision::answer(respond(
@@ -263,14 +284,14 @@ impl ReplicaTables {
             }
             let mut set = BrokerSet::new(&h.cluster_name, &h.broker_name);
             set.members.insert(id, member);
-            set.next_id += 1;
+            set.next_id = set.next_id.wrapping_add(1);
             return Decision::commit(ok(&header), self.change(&h.broker_name, Some(set)));
         };
         match set.members.get(&id) {
             None => {
                 let mut set = set.clone();
                 set.members.insert(id, member);
-                set.next_id += 1;
+                set.next_id = set.next_id.wrapping_add(1);
                 Decision::commit(ok(&header), self.change(&h.broker_name, Some(set)))
             }
             // A retry of the same claim: nothing changes.
@@ -470,7 +491,7 @@ impl ReplicaTables {
                 ),
             );
         }
-        let epoch = set.sync_state_set_epoch + 1;
+        let epoch = set.sync_state_set_epoch.wrapping_add(1);
         let mut next = set.clone();
         next.sync_state_set = proposed.sync_state_set.clone();
         next.sync_state_set_epoch = epoch;
@@ -535,9 +556,9 @@ impl ReplicaTables {
         if let Some(new) = new {
             let mut next = set.clone();
             next.master = Some(new);
-            next.master_epoch += 1;
+            next.master_epoch = next.master_epoch.wrapping_add(1);
             next.sync_state_set = BTreeSet::from([new]);
-            next.sync_state_set_epoch += 1;
+            next.sync_state_set_epoch = next.sync_state_set_epoch.wrapping_add(1);
             let header = ElectMasterResponseHeader {
                 master_broker_id: Some(new),
                 master_address: set.address(Some(new)),
@@ -569,7 +590,7 @@ impl ReplicaTables {
         if broker_id.is_none_or(|id| id == -1) {
             let mut next = set.clone();
             next.master = None;
-            next.master_epoch += 1;
+            next.master_epoch = next.master_epoch.wrapping_add(1);
             return Decision::commit(
                 respond(
                     ResponseCode::CONTROLLER_MASTER_NOT_AVAILABLE,
