@@ -349,6 +349,8 @@ impl NameServer {
             let settings = config.tls.clone();
             let mut listeners = vec![listener.clone().recipient()];
             listeners.extend(http.as_ref().map(HttpPort::tls_listener));
+            // The controller's port serves the same, reloaded certificate.
+            listeners.extend(controller.as_ref().map(|port| port.listener.clone().recipient()));
             Supervisor::start(move |_| {
                 let base = base.clone();
                 TlsReloader::new(

@@ -634,3 +634,53 @@ async fn bad_controller_requests_get_clear_errors_and_the_controller_keeps_going
     assert_eq!(r.code, 0);
     join(&mut ctl, "broker-after", 1, "127.0.0.1:10911").await;
 }
+
+#[actix::test]
+async fn the_controller_port_has_the_nameserver_port_s_front_door() {
+    use rmq_namesrv::config::{ClientTlsSettings, PolicyKind, TlsMode};
+    use rmq_namesrv::transport::client::client_config;
+    use support::pki::{serving, Pki};
+
+    let dir = test_dir("ctl-door");
+    let pki = Pki::new(&dir);
+    let cert = pki.issue("server", 7);
+    let mut config = controller_config(&dir);
+    config.tls = serving(TlsMode::Enforcing, &cert);
+    config.access.admin_write.policy = Some(PolicyKind::Networks);
+    config.access.admin_write.networks = vec!["10.0.0.0/8".parse().unwrap()];
+    let server = start_server(config);
+    let addr = server.controller_addr().unwrap().to_string();
+    let metadata = || RemotingCommand::request(RequestCode::CONTROLLER_GET_METADATA_INFO);
+
+    // Enforcing TLS: a plaintext request gets no answer.
+    let mut plain = Client::connect(&addr, Duration::from_secs(2))
+        .await
+        .unwrap();
+    assert!(plain.request(metadata()).await.is_err());
+    let tls = client_config(&ClientTlsSettings {
+        enable: true,
+        auth_server: true,
+        trust_cert_path: Some(pki.ca_path.clone()),
+        ..ClientTlsSettings::default()
+    })
+    .unwrap();
+    let mut ctl = Client::connect_with(&addr, TIMEOUT, Some(&tls))
+        .await
+        .unwrap();
+    let r = ctl.request(metadata()).await.unwrap();
+    assert_eq!((r.code, r.ext("isLeader")), (0, Some("true")), "{r:?}");
+    // Access classes: a configuration change is admin_write, refused from this network.
+    let r = ctl
+        .request(
+            RemotingCommand::request(RequestCode::UPDATE_CONTROLLER_CONFIG)
+                .with_body(b"enableElectUncleanMaster=true\n".to_vec()),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.code, 16, "{r:?}");
+    assert!(
+        r.remark.as_deref().is_some_and(|t| t.contains("[access]")),
+        "{r:?}"
+    );
+    server.stop().await;
+}
