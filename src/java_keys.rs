@@ -260,10 +260,6 @@ pub const NO_EFFECT_KEYS: &[(&str, &str)] = &[
     ("serverPooledByteBufAllocatorEnable", "Netty only"),
     ("useEpollNativeSelector", "Netty only (tokio uses epoll on Linux anyway)"),
     (
-        "enableControllerInNamesrv",
-        "the embedded controller is not built (a separate component)",
-    ),
-    (
         "rocketmqHome",
         "Java reads its logback configuration there; logging here is the [log] section",
     ),
@@ -271,14 +267,7 @@ pub const NO_EFFECT_KEYS: &[(&str, &str)] = &[
 
 /// Keys of Java's `ControllerConfig` (read from namesrv.properties when the controller runs in
 /// the NameServer) without the `controller`/`jRaft`/`metric` prefixes.
-const CONTROLLER_KEYS: &[&str] = &[
-    "electMasterMaxRetryCount",
-    "enableElectUncleanMaster",
-    "isProcessReadEvent",
-    "mappedFileSize",
-    "notifyBrokerRoleChanged",
-    "scanInactiveMasterInterval",
-];
+const CONTROLLER_KEYS: &[&str] = &["isProcessReadEvent", "mappedFileSize", "processReadEvent"];
 
 /// Why a Java property we do not map has no effect here: a known Java setting without an
 /// equivalent, a key of the embedded controller (not built), or a key we do not know.
@@ -463,14 +452,26 @@ mod tests {
     #[test]
     fn controller_keys_are_named_as_the_controller_s() {
         for key in [
-            "enableControllerInNamesrv",
-            "controllerDLegerPeers",
-            "enableElectUncleanMaster",
-            "notifyBrokerRoleChanged",
+            "controllerDLegerHeartBeatTimeoutMs",
+            "mappedFileSize",
             "jRaftElectionTimeoutMs",
             "metricsExporterType",
         ] {
             assert!(no_effect_reason(key).contains("controller"), "{key}");
+        }
+        // The keys the controller uses are mapped, not without effect.
+        for key in [
+            "enableControllerInNamesrv",
+            "controllerDLegerPeers",
+            "enableElectUncleanMaster",
+            "notifyBrokerRoleChanged",
+            "scanInactiveMasterInterval",
+            "electMasterMaxRetryCount",
+        ] {
+            assert!(
+                find(key).is_some() || CONTROLLER_PROPERTY_KEYS.iter().any(|k| k.java == key),
+                "{key}"
+            );
         }
         assert!(no_effect_reason("listenPortt").contains("typo"));
     }

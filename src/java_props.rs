@@ -309,6 +309,7 @@ mod tests {
         let (table, extra) = properties_to_toml(&props(&[
             ("listenPort", "19876"),
             ("defaultThreadPoolNums", "16"),
+            ("jRaftElectionTimeoutMs", "1000"),
             ("controllerDLegerPeers", "n0-127.0.0.1:9878"),
             ("lisenPort", "1"),
             ("notifyMinBrokerIdChanged", "true"),
@@ -321,14 +322,16 @@ mod tests {
         assert_eq!(
             names,
             [
-                "controllerDLegerPeers",
                 "defaultThreadPoolNums",
+                "jRaftElectionTimeoutMs",
                 "lisenPort",
                 "notifyMinBrokerIdChanged"
             ]
         );
-        assert!(found[0].reason.contains("controller"));
-        assert!(found[1].reason.contains("thread-pool"));
+        // controllerDLegerPeers is the controller's (controller.peers), not without effect.
+        assert_eq!(config.controller.peers, "n0-127.0.0.1:9878");
+        assert!(found[0].reason.contains("thread-pool"));
+        assert!(found[1].reason.contains("controller"));
         assert!(found[2].reason.contains("typo"));
         assert_eq!(found[3].ours, Some("registry.notify_min_broker_id_changed"));
         assert!(no_effect_keys(&Config::default()).is_empty());
