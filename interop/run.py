@@ -2679,7 +2679,7 @@ def s_controller_etcd_takeover5(ctx):
     controllerEtcdEndpoints / controllerEtcdPrefix / controllerEtcdLeaseTtl): exactly one
     controller is leader; two 5.5.0 brokers (controllerAddr = both controllers) elect a master;
     SIGKILL the NameServer hosting the leader: the other controller calls itself leader within
-    30 s, the brokers keep their roles (same master, same master epoch), and a later failover
+    30 s (raw 1005, timed; then the tools' getControllerMetaData), the brokers keep their roles (same master, same master epoch), and a later failover
     (SIGKILL the master) is decided by the survivor: the slave becomes id 0 in its route and a
     producer sends N through it."""
     name = ctx.name
@@ -2722,20 +2722,25 @@ def s_controller_etcd_takeover5(ctx):
 
     t0 = time.monotonic()
     ctx.stop(leader, signal.SIGKILL, timeout=10)
-    if len(survivors) == 1:
-        survivor = survivors[0]
-        (meta,) = admin_ok(ctx, survivor.addr, f"controllerLeaderWait {survivor.ctl_addr} 30")
-    else:
-        def new_leader():
-            metas = ctx.admin(";".join(s.addr for s in survivors), *[f"controllerMeta {s.ctl_addr}" for s in survivors])
-            return next(((s, m) for s, m in zip(survivors, metas) if m.get("ok") and m.get("isLeader")), None)
 
-        survivor, meta = wait_until("a new controller leader", 30, 1, new_leader)
+    def new_leader():
+        # CONTROLLER_GET_METADATA_INFO (1005), raw, to time the takeover; the tools confirm below
+        for s in survivors:
+            try:
+                reply, _ = remoting_call(s.ctl_addr, 1005, timeout=2)
+            except OSError:
+                continue
+            if reply.get("code") == 0 and str((reply.get("extFields") or {}).get("isLeader")).lower() == "true":
+                return s
+        return None
+
+    survivor = wait_until("a surviving controller to call itself leader (1005 isLeader)", 30, 0.1, new_leader)
     took = time.monotonic() - t0
-    check(meta.get("leaderAddress") == survivor.ctl_addr,
-          f"{survivor.ctl_addr} calls itself leader but names {meta.get('leaderAddress')}: {compact(meta)}", ctx.logs)
-    print(f"# {name}: SIGKILL of {leader.label} -> {survivor.label}'s controller is leader after {took:.1f} s "
-          f"(Admin's own start included)", flush=True)
+    (meta,) = admin_ok(ctx, survivor.addr, f"controllerMeta {survivor.ctl_addr}")
+    check(meta.get("isLeader") and meta.get("leaderAddress") == survivor.ctl_addr,
+          f"{survivor.ctl_addr} answers the tools: {compact(meta)}", ctx.logs)
+    print(f"# {name}: SIGKILL of {leader.label} -> {survivor.label}'s controller calls itself leader after "
+          f"{took:.1f} s", flush=True)
     # the brokers keep their roles: past a heartbeat timeout (10 s) and two metadata polls (5 s)
     time.sleep(max(0.0, 12 - (time.monotonic() - t0)))
     (kept,) = admin_ok(ctx, survivor.addr, f"syncStateSet {survivor.ctl_addr} {CTL_BROKER}")
