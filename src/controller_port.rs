@@ -95,6 +95,10 @@ pub fn start(
     } else {
         expand_home(&section.store_path).display().to_string()
     };
+    let initial = file
+        .as_ref()
+        .map(FileStore::initial_events)
+        .unwrap_or_default();
     let arbiter = Arbiter::new();
     let client_tls = shared.client_tls;
     let me_store = me.clone();
@@ -106,6 +110,9 @@ pub fn start(
         };
         Controller::new(settings, store, client_tls)
     });
+    for event in initial {
+        controller.do_send(event);
+    }
     let incoming = tokio::net::TcpListener::from_std(bound)
         .map_err(|source| ControllerStartError::Bind { addr, source })?;
     let services = Services {

@@ -168,7 +168,7 @@ pub struct NoEffect {
 }
 
 /// The settings of `config` accepted without effect, for the start-up warnings: every property
-/// of a loaded `.properties` file we do not map, and `notifyMinBrokerIdChanged` when on.
+/// of a loaded `.properties` file we do not map.
 pub fn no_effect_keys(config: &Config) -> Vec<NoEffect> {
     let mut out: Vec<NoEffect> = config
         .java_extra
@@ -179,13 +179,6 @@ pub fn no_effect_keys(config: &Config) -> Vec<NoEffect> {
             reason: no_effect_reason(java),
         })
         .collect();
-    if config.registry.notify_min_broker_id_changed {
-        out.push(NoEffect {
-            java: "notifyMinBrokerIdChanged".into(),
-            ours: Some("registry.notify_min_broker_id_changed"),
-            reason: "NOTIFY_MIN_BROKER_ID_CHANGE is never sent to brokers",
-        });
-    }
     out
 }
 
@@ -324,16 +317,15 @@ mod tests {
             [
                 "defaultThreadPoolNums",
                 "jRaftElectionTimeoutMs",
-                "lisenPort",
-                "notifyMinBrokerIdChanged"
+                "lisenPort"
             ]
         );
+        assert!(config.registry.notify_min_broker_id_changed);
         // controllerDLegerPeers is the controller's (controller.peers), not without effect.
         assert_eq!(config.controller.peers, "n0-127.0.0.1:9878");
         assert!(found[0].reason.contains("thread-pool"));
         assert!(found[1].reason.contains("controller"));
         assert!(found[2].reason.contains("typo"));
-        assert_eq!(found[3].ours, Some("registry.notify_min_broker_id_changed"));
         assert!(no_effect_keys(&Config::default()).is_empty());
         // No key is both mapped and listed as without effect.
         for (java, _) in crate::java_keys::NO_EFFECT_KEYS {

@@ -368,3 +368,58 @@ async fn sighup_reloads_tls_and_passwords_are_never_printed() {
     assert!(err.contains("no-such-cert.pem"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Java's controller quick-start configuration (namesrv.properties with
+/// enableControllerInNamesrv and the controllerDLeger* keys) runs the embedded controller on
+/// its own address; two peers without etcd are refused at start naming the key.
+#[actix::test]
+async fn java_controller_properties_run_the_embedded_controller() {
+    let dir = temp_dir("controller");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let props = dir.join("controller.properties");
+    std::fs::write(
+        &props,
+        format!(
+            "enableControllerInNamesrv=true\ncontrollerDLegerGroup=group1\n\
+             controllerDLegerPeers=n0-127.0.0.1:{port}\ncontrollerDLegerSelfId=n0\n\
+             controllerStorePath={}\n",
+            dir.join("ctl").display()
+        ),
+    )
+    .unwrap();
+    let _daemon = spawn(&dir, &["-c", props.to_str().unwrap()]);
+    let mut ctl = Client::connect(&format!("127.0.0.1:{port}"), Duration::from_secs(5))
+        .await
+        .unwrap();
+    let r = ctl
+        .request(RemotingCommand::request(
+            RequestCode::CONTROLLER_GET_METADATA_INFO,
+        ))
+        .await
+        .unwrap();
+    assert_eq!(r.code, 0, "{r:?}");
+    assert_eq!(r.ext("group"), Some("group1"));
+    assert_eq!(r.ext("controllerLeaderId"), Some("n0"));
+
+    std::fs::write(
+        &props,
+        "enableControllerInNamesrv=true\ncontrollerDLegerPeers=n0-127.0.0.1:1;n1-127.0.0.1:2\n\
+         controllerDLegerSelfId=n0\n",
+    )
+    .unwrap();
+    let out = Command::new(BIN)
+        .args(["--listen", "127.0.0.1:0", "-c", props.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("controller.peers") && err.contains("etcd"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -21,6 +21,7 @@ const ACTORS: Ladder = Ladder {
             "persist",
             "contain",
             "file_watch",
+            "outbound",
         ],
         &["settings"],
         &["messages"],

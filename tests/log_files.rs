@@ -258,7 +258,7 @@ fn text_off_a_terminal_has_no_colour_and_java_keys_without_effect_are_warned_onc
     std::fs::write(
         &props,
         "listenPort=0\nbindAddress=127.0.0.1\nscanNotActiveBrokerInterval=5000\n\
-         defaultThreadPoolNums=16\nclientRequestThreadPoolNums=8\nenableControllerInNamesrv=true\n",
+         defaultThreadPoolNums=16\nclientRequestThreadPoolNums=8\ncontrollerDLegerHeartBeatTimeoutMs=1000\n",
     )
     .unwrap();
     // stderr is a pipe here: no colour, even with a terminal type set.
@@ -278,7 +278,7 @@ fn text_off_a_terminal_has_no_colour_and_java_keys_without_effect_are_warned_onc
     for key in [
         "defaultThreadPoolNums",
         "clientRequestThreadPoolNums",
-        "enableControllerInNamesrv",
+        "controllerDLegerHeartBeatTimeoutMs",
     ] {
         let warnings: Vec<&str> = text
             .lines()

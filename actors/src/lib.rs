@@ -31,6 +31,7 @@ pub mod listener;
 pub mod logging;
 pub mod messages;
 pub mod metrics;
+pub mod outbound;
 pub mod outbox;
 pub mod persist;
 pub mod registration;

@@ -6,12 +6,16 @@
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 use bytes::Bytes;
 use rmq_protocol::body::{to_json, GetBrokerMemberGroupResponseBody, KvTable, TopicRouteData};
+use rmq_protocol::command::FLAG_ONEWAY;
+use rmq_protocol::controller::NotifyMinBrokerIdChangeHeader;
+use rmq_protocol::custom_headers::CommandHeader;
 use rmq_protocol::fastjson::JsonStyle;
+use rmq_protocol::{RemotingCommand, RequestCode};
 use tracing::{debug, info, warn};
 
 use crate::contain::{contain, Contained, Recover};
@@ -53,7 +57,12 @@ pub struct RouteRegistry {
     panics: u64,
     /// The large registration being applied in slices, and the changes waiting for it.
     turns: Turns,
+    /// TLS for NOTIFY_MIN_BROKER_ID_CHANGE, when brokers are reached over TLS.
+    outbound_tls: Option<Arc<rustls::ClientConfig>>,
 }
+
+/// Java's send timeout of NOTIFY_MIN_BROKER_ID_CHANGE.
+const MIN_ID_NOTIFY_TIMEOUT: Duration = Duration::from_millis(300);
 
 fn new_tables(settings: &RegistrySettings) -> RouteTables {
     RouteTables::new(settings.route_options(), settings.route_cache_bytes)
@@ -79,12 +88,56 @@ impl RouteRegistry {
             workers,
             panics: 0,
             turns: Turns::default(),
+            outbound_tls: None,
+        }
+    }
+
+    /// NOTIFY_MIN_BROKER_ID_CHANGE goes to brokers over TLS with `tls`.
+    pub fn with_outbound_tls(mut self, tls: Option<Arc<rustls::ClientConfig>>) -> Self {
+        self.outbound_tls = tls;
+        self
+    }
+
+    /// NOTIFY_MIN_BROKER_ID_CHANGE (905) for the groups whose smallest broker id changed, when
+    /// `notify_min_broker_id_changed` is on (Java's `notifyMinBrokerIdChanged`): oneway, 300 ms,
+    /// as Java sends it.
+    fn notify_min_id_changes(&mut self) {
+        let changes = self.tables.take_min_id_changes();
+        if changes.is_empty() || !self.settings.notify_min_broker_id_changed {
+            return;
+        }
+        for change in changes {
+            let Some((min_id, min_addr)) = change.addrs.iter().next() else {
+                continue;
+            };
+            let header = NotifyMinBrokerIdChangeHeader {
+                min_broker_id: Some(*min_id),
+                broker_name: None,
+                min_broker_addr: Some(min_addr.to_string()),
+                offline_broker_addr: change.offline.as_ref().map(ToString::to_string),
+                ha_broker_addr: change.ha.clone(),
+            };
+            let cmd = RemotingCommand::request(RequestCode::NOTIFY_MIN_BROKER_ID_CHANGE)
+                .with_flag(FLAG_ONEWAY)
+                .with_ext_fields(header.to_ext());
+            let recipients = change.recipients();
+            info!(broker = %change.name, min_broker_id = min_id, notify = ?recipients,
+                offline = ?change.offline, "min broker id changed; brokers notified");
+            for addr in recipients {
+                actix::spawn(crate::outbound::send_oneway(
+                    addr.to_string(),
+                    cmd.clone(),
+                    self.outbound_tls.clone(),
+                    MIN_ID_NOTIFY_TIMEOUT,
+                ));
+            }
         }
     }
 
     /// Sends the route changes the last handler made to every worker; resolves once all have
     /// applied them (at once when nothing changed).
     fn publish(&mut self) -> impl Future<Output = ()> + 'static {
+        self.notify_min_id_changes();
         let changes = self.tables.take_changes();
         let sends: Vec<_> = if changes.is_empty() || self.workers.is_empty() {
             Vec::new()

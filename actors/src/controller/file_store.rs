@@ -130,21 +130,28 @@ impl FileStore {
     }
 }
 
-impl Actor for FileStore {
-    type Context = Context<Self>;
-
-    fn started(&mut self, _: &mut Self::Context) {
+impl FileStore {
+    /// What the controller must know before its first request: the state, and that this node
+    /// leads. The caller sends them before anything can connect (so no early request is
+    /// answered "not leader").
+    pub fn initial_events(&self) -> Vec<StoreEvent> {
         info!(path = %self.path.display(), sets = self.sets.len(), revision = self.revision,
             "controller state loaded (single controller, local file)");
-        self.tell(StoreEvent::Loaded {
-            sets: self.sets.values().cloned().collect(),
-        });
-        self.tell(StoreEvent::Leadership {
-            leader: Some(self.me.clone()),
-            is_self: true,
-            caught_up: 0,
-        });
+        vec![
+            StoreEvent::Loaded {
+                sets: self.sets.values().cloned().collect(),
+            },
+            StoreEvent::Leadership {
+                leader: Some(self.me.clone()),
+                is_self: true,
+                caught_up: 0,
+            },
+        ]
     }
+}
+
+impl Actor for FileStore {
+    type Context = Context<Self>;
 }
 
 impl Handler<Commit> for FileStore {

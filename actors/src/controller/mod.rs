@@ -336,10 +336,11 @@ impl Controller {
         let header = NotifyBrokerRoleChangedHeader::from(&elected.header);
         let cmd = notify::role_changed(&header, &elected.sync_state);
         for (_, addr) in elected.members {
-            actix::spawn(notify::send_oneway(
+            actix::spawn(crate::outbound::send_oneway(
                 addr,
                 cmd.clone(),
                 self.client_tls.clone(),
+                notify::SEND_TIMEOUT,
             ));
         }
     }

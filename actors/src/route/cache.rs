@@ -95,4 +95,9 @@ impl RouteTables {
     pub fn take_changes(&mut self) -> RouteChanges {
         std::mem::take(&mut self.changes)
     }
+
+    /// The groups whose smallest broker id changed since the last call (emptied).
+    pub fn take_min_id_changes(&mut self) -> Vec<super::MinIdChange> {
+        std::mem::take(&mut self.min_id_changes)
+    }
 }

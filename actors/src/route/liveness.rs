@@ -2,7 +2,7 @@
 //! #unregistering): heartbeats, data-version queries, the expiry scan, connection closes and the
 //! batch unregistration they all end in.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
 use rmq_protocol::body::{perm, DataVersion};
@@ -12,7 +12,7 @@ use super::ids::{
     BrokerAddr, BrokerId, BrokerInstance, BrokerName, ClusterName, ConnId, TopicName, MASTER_ID,
 };
 use super::register::TOPICS_PER_STEP;
-use super::tables::{LiveBroker, RouteChanges, RouteTables, TopicEntry};
+use super::tables::{LiveBroker, MinIdChange, RouteChanges, RouteTables, TopicEntry};
 
 /// One broker instance to remove (UNREGISTER_BROKER, connection close, expiry).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -193,8 +193,19 @@ impl RouteTables {
             filters_changed |= self.filter_servers.remove(&instance).is_some();
             let mut group_emptied = false;
             if let Some(group) = self.brokers.get_mut(request.name.as_str()) {
+                let was_min = group.min_id() == Some(request.id);
                 group.addrs.retain(|_, addr| *addr != request.addr);
                 group_emptied = group.addrs.is_empty();
+                if was_min && !group_emptied {
+                    // The group's addresses once every request is applied are what is told.
+                    self.min_id_changes.retain(|c| c.name != request.name);
+                    self.min_id_changes.push(MinIdChange {
+                        name: request.name.clone(),
+                        addrs: BTreeMap::new(),
+                        offline: Some(request.addr.clone()),
+                        ha: None,
+                    });
+                }
             }
             info!(broker = %request.name, id = request.id, addr = %request.addr, cluster = %request.cluster, was_live, "broker unregistered");
             if group_emptied {
@@ -210,6 +221,21 @@ impl RouteTables {
                 reduced.insert(request.name.clone());
             }
         }
+        for change in &mut self.min_id_changes {
+            if change.offline.is_some() && change.addrs.is_empty() {
+                if let Some(group) = self.brokers.get(change.name.as_str()) {
+                    change.addrs.clone_from(&group.addrs);
+                }
+            }
+        }
+        // Only groups of acting-master brokers are told of a removal (Java).
+        let brokers = &self.brokers;
+        self.min_id_changes.retain(|c| {
+            c.offline.is_none()
+                || brokers
+                    .get(c.name.as_str())
+                    .is_some_and(|g| g.enable_acting_master && !c.addrs.is_empty())
+        });
         if filters_changed {
             self.invalidate_all();
         }

@@ -16,7 +16,7 @@ use tracing::{debug, info, warn};
 use super::ids::{
     BrokerAddr, BrokerId, BrokerInstance, BrokerName, ClusterName, ConnId, TopicName, MASTER_ID,
 };
-use super::tables::{BrokerGroup, LiveBroker, Queues, RouteTables, TopicEntry};
+use super::tables::{BrokerGroup, LiveBroker, MinIdChange, Queues, RouteTables, TopicEntry};
 
 /// A registration's topic table: shared, so the registry never has to free a large one on its
 /// own thread (the connection that decoded it drops the last reference), and fingerprinted, so a
@@ -228,11 +228,9 @@ impl RouteTables {
             group_changed = true;
         }
 
-        // 4. Did a smaller id join? (min-id notifications are not sent; see the README.)
+        // 4. Did a smaller id join? (Recorded once the address is, step 8.)
         let prev_min = group.min_id().unwrap_or(MASTER_ID);
-        if reg.id < prev_min {
-            debug!(broker = %name, id = reg.id, prev_min, "min broker id changed");
-        }
+        let min_id_changed = reg.id < prev_min;
 
         // 5. One address appears under one id only: a slave turned master drops its old id.
         let before = group.addrs.len();
@@ -278,6 +276,15 @@ impl RouteTables {
 
         // 8. Record the address.
         let old_addr = group.addrs.insert(reg.id, reg.addr.clone());
+        if min_id_changed {
+            debug!(broker = %name, id = reg.id, prev_min, "min broker id changed");
+            self.min_id_changes.push(MinIdChange {
+                name: name.clone(),
+                addrs: group.addrs.clone(),
+                offline: None,
+                ha: reg.ha_server_addr.clone(),
+            });
+        }
         register_first |= old_addr.as_ref().is_none_or(|a| a.as_str().is_empty());
         group_changed |= old_addr.as_ref() != Some(&reg.addr);
 

@@ -172,6 +172,35 @@ pub struct RouteTables {
     /// only if nothing was removed since it last applied them.
     pub(super) queue_removals: u64,
     pub(super) counters: RouteCounters,
+    /// Broker groups whose smallest broker id changed since [`RouteTables::take_min_id_changes`]
+    /// last ran (NOTIFY_MIN_BROKER_ID_CHANGE, when the registry sends it).
+    pub(super) min_id_changes: Vec<MinIdChange>,
+}
+
+/// A broker group's smallest broker id changed (Java's `RouteInfoManager`, slave-acting-master):
+/// by a registration of a smaller id (`offline` is `None`) or the removal of the smallest one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MinIdChange {
+    pub name: BrokerName,
+    /// The group's addresses after the change, by id.
+    pub addrs: BTreeMap<BrokerId, BrokerAddr>,
+    /// The removed broker's address.
+    pub offline: Option<BrokerAddr>,
+    /// The registering broker's HA address.
+    pub ha: Option<String>,
+}
+
+impl MinIdChange {
+    /// Java's `chooseBrokerAddrsToNotify`: after a removal (or with one broker left) every
+    /// broker of the group; after a registration the brokers other than the new smallest.
+    pub fn recipients(&self) -> Vec<&BrokerAddr> {
+        let min = self.addrs.keys().next().copied();
+        self.addrs
+            .iter()
+            .filter(|(id, _)| self.offline.is_some() || self.addrs.len() == 1 || Some(**id) != min)
+            .map(|(_, addr)| addr)
+            .collect()
+    }
 }
 
 impl Default for RouteTables {
@@ -192,6 +221,7 @@ impl RouteTables {
             options,
             cached_bytes: 0,
             changes: RouteChanges::default(),
+            min_id_changes: Vec::new(),
             cache_limit,
             default_expiry: DEFAULT_BROKER_EXPIRY,
             queue_removals: 0,
