@@ -170,7 +170,7 @@ pub struct NoEffect {
 /// The settings of `config` accepted without effect, for the start-up warnings: every property
 /// of a loaded `.properties` file we do not map.
 pub fn no_effect_keys(config: &Config) -> Vec<NoEffect> {
-    let mut out: Vec<NoEffect> = config
+    config
         .java_extra
         .keys()
         .map(|java| NoEffect {
@@ -178,8 +178,7 @@ pub fn no_effect_keys(config: &Config) -> Vec<NoEffect> {
             ours: None,
             reason: no_effect_reason(java),
         })
-        .collect();
-    out
+        .collect()
 }
 
 #[cfg(test)]

@@ -684,3 +684,42 @@ async fn the_controller_port_has_the_nameserver_port_s_front_door() {
     );
     server.stop().await;
 }
+
+#[actix::test]
+async fn a_leader_that_loses_etcd_stops_serving_and_serves_again_when_it_is_back() {
+    let etcd = support::etcd::start();
+    let dir = test_dir("ctl-etcd-lost");
+    let peers = format!("n0-127.0.0.1:{}", free_port());
+    let server = start_server(etcd_config(&dir, &etcd, &peers, "n0"));
+    assert!(leads(&server).await, "never became leader");
+    let mut ctl = controller(&server).await;
+    join(&mut ctl, "broker-lost", 1, "127.0.0.1:10911").await;
+    // etcd frozen: the lease cannot be renewed; within its TTL (2 s) the node steps down.
+    etcd.pause();
+    let mut refused = None;
+    for _ in 0..60 {
+        let r = ctl.request(replica_info("broker-lost")).await.unwrap();
+        if r.code == 2007 {
+            refused = Some(r);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let r = refused.expect("still answering as leader 6 s after etcd froze");
+    assert_eq!(
+        r.remark.as_deref(),
+        Some("The controller is not in leader state")
+    );
+    // Nothing it proposes while not leading can commit.
+    let r = ctl.request(elect("broker-lost", 1, false)).await.unwrap();
+    assert_eq!(r.code, 2007, "{r:?}");
+    etcd.resume();
+    assert!(
+        leads(&server).await,
+        "not leading again after etcd came back"
+    );
+    let mut ctl = controller(&server).await;
+    let r = ctl.request(replica_info("broker-lost")).await.unwrap();
+    assert_eq!(r.code, 0, "{r:?}");
+    server.stop().await;
+}
