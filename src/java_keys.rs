@@ -163,6 +163,15 @@ pub const CONTROLLER_PROPERTY_KEYS: &[JavaKey] = &[
     ),
 ];
 
+/// Our KV backend keys (no Java equivalent: Java keeps the KV in each NameServer's own file),
+/// ours under `[kv]`. Read from a `.properties` file given to `--config`; not shown by
+/// GET_NAMESRV_CONFIG and not updated by UPDATE_NAMESRV_CONFIG, like the controller's.
+pub const KV_PROPERTY_KEYS: &[JavaKey] = &[
+    key("kvBackend", "kv.backend", Kind::Lower),
+    key("kvEtcdEndpoints", "kv.etcd_endpoints", Kind::Text),
+    key("kvEtcdPrefix", "kv.etcd_prefix", Kind::Text),
+];
+
 /// Java's `tls.*` system properties (Java: `TlsSystemConfig`), ours under `[tls]`. Accepted in a
 /// `.properties` file given to `--config` and in the file `tls.config.file` names; never shown by
 /// GET_NAMESRV_CONFIG (Java does not show them either) and never updated by
@@ -375,7 +384,10 @@ pub fn properties_to_toml(
         );
     }
     for (java, text) in props {
-        let controller = CONTROLLER_PROPERTY_KEYS.iter().find(|k| k.java == java);
+        let controller = CONTROLLER_PROPERTY_KEYS
+            .iter()
+            .chain(KV_PROPERTY_KEYS)
+            .find(|k| k.java == java);
         match find(java).or(controller) {
             Some(key) => set_path(&mut root, key.ours, to_ours(key, text)?),
             None if java == "bindAddress" || java == "listenPort" => {}
@@ -474,5 +486,32 @@ mod tests {
             );
         }
         assert!(no_effect_reason("listenPortt").contains("typo"));
+    }
+
+    #[test]
+    fn kv_backend_keys_become_the_kv_section() {
+        let props: BTreeMap<String, String> = [
+            ("kvBackend", "ETCD"),
+            ("kvEtcdEndpoints", "127.0.0.1:2379;127.0.0.1:22379"),
+            ("kvEtcdPrefix", "/fleet/kv"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+        let (table, extra) = properties_to_toml(&props).unwrap();
+        assert!(extra.is_empty(), "{extra:?}");
+        let kv = Value::Table(table);
+        assert_eq!(
+            get_path(&kv, "kv.backend").and_then(Value::as_str),
+            Some("etcd")
+        );
+        assert_eq!(
+            get_path(&kv, "kv.etcd_endpoints").and_then(Value::as_str),
+            Some("127.0.0.1:2379;127.0.0.1:22379")
+        );
+        assert_eq!(
+            get_path(&kv, "kv.etcd_prefix").and_then(Value::as_str),
+            Some("/fleet/kv")
+        );
     }
 }

@@ -303,7 +303,19 @@ impl RegistrySettings {
 // ---------------------------------------------------------------------------------------------
 // [kv]
 
-/// The persisted KV store and the runtime-config file (Java: `kvConfigPath`, `configStorePath`).
+/// Where the KV config lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum KvBackend {
+    /// `kv.path`, this NameServer's own file (Java's behaviour).
+    #[default]
+    File,
+    /// etcd at `kv.etcd_endpoints`, under `kv.etcd_prefix`: one KV config shared by every
+    /// NameServer configured alike.
+    Etcd,
+}
+
+/// The KV store and the runtime-config file (Java: `kvConfigPath`, `configStorePath`).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct KvSettings {
@@ -314,7 +326,17 @@ pub struct KvSettings {
     /// Period of the log line listing the whole KV table (Java: 10 minutes).
     #[serde(with = "humantime_serde")]
     pub print_interval: Duration,
+    /// Where the KV config lives: "file" (`path`) or "etcd" (shared by a fleet).
+    pub backend: KvBackend,
+    /// etcd's client addresses, `host:port` separated by `,` or `;`; required with the etcd
+    /// backend.
+    pub etcd_endpoints: String,
+    /// The etcd key prefix the KV config lives under.
+    pub etcd_prefix: String,
 }
+
+/// The default of `kv.etcd_prefix`.
+pub const DEFAULT_KV_ETCD_PREFIX: &str = "/rmq-namesrv/kv";
 
 impl Default for KvSettings {
     fn default() -> Self {
@@ -322,11 +344,24 @@ impl Default for KvSettings {
             path: PathBuf::from("~/namesrv/kvConfig.json"),
             config_store_path: PathBuf::from("~/namesrv/namesrv.properties"),
             print_interval: Duration::from_secs(600),
+            backend: KvBackend::File,
+            etcd_endpoints: String::new(),
+            etcd_prefix: DEFAULT_KV_ETCD_PREFIX.to_owned(),
         }
     }
 }
 
 impl KvSettings {
+    /// etcd's endpoints, trimmed, empty entries dropped.
+    pub fn etcd_endpoint_list(&self) -> Vec<String> {
+        self.etcd_endpoints
+            .split([',', ';'])
+            .map(str::trim)
+            .filter(|e| !e.is_empty())
+            .map(str::to_owned)
+            .collect()
+    }
+
     /// Checks ranges the types cannot express.
     pub fn validate(&self) -> Result<(), InvalidSetting> {
         if self.print_interval < Duration::from_secs(1) {
@@ -337,6 +372,35 @@ impl KvSettings {
         }
         if self.config_store_path.as_os_str().is_empty() {
             return Err(invalid("kv.config_store_path", "must not be empty"));
+        }
+        let endpoints = self.etcd_endpoint_list();
+        for endpoint in &endpoints {
+            if endpoint.chars().any(char::is_whitespace) {
+                return Err(invalid(
+                    "kv.etcd_endpoints",
+                    format!("{endpoint:?} is not an etcd address (host:port)"),
+                ));
+            }
+            if endpoint.starts_with("https://") {
+                return Err(invalid(
+                    "kv.etcd_endpoints",
+                    format!("{endpoint}: TLS to etcd is not supported (use host:port)"),
+                ));
+            }
+        }
+        if self.backend == KvBackend::Etcd && endpoints.is_empty() {
+            return Err(invalid(
+                "kv.etcd_endpoints",
+                "required when kv.backend = \"etcd\" (e.g. \"127.0.0.1:2379\")",
+            ));
+        }
+        if !self.etcd_prefix.starts_with('/') || self.etcd_prefix.trim_end_matches('/').is_empty() {
+            return Err(invalid(
+                "kv.etcd_prefix",
+                format!(
+                    "must start with / and name more than the root (e.g. {DEFAULT_KV_ETCD_PREFIX})"
+                ),
+            ));
         }
         Ok(())
     }
@@ -377,6 +441,29 @@ mod tests {
             ..KvSettings::default()
         };
         assert_eq!(kv.validate().unwrap_err().key, "kv.path");
+        let etcd = KvSettings {
+            backend: KvBackend::Etcd,
+            etcd_endpoints: " ; ".into(),
+            ..KvSettings::default()
+        };
+        let err = etcd.validate().unwrap_err();
+        assert_eq!(err.key, "kv.etcd_endpoints");
+        let etcd = KvSettings {
+            etcd_endpoints: "127.0.0.1:2379, 127.0.0.1:22379".into(),
+            etcd_prefix: "/".into(),
+            ..etcd
+        };
+        assert_eq!(
+            etcd.etcd_endpoint_list(),
+            ["127.0.0.1:2379", "127.0.0.1:22379"]
+        );
+        assert_eq!(etcd.validate().unwrap_err().key, "kv.etcd_prefix");
+        assert!(KvSettings {
+            etcd_prefix: DEFAULT_KV_ETCD_PREFIX.into(),
+            ..etcd
+        }
+        .validate()
+        .is_ok());
         assert!(ServerSettings::default().validate().is_ok());
         assert!(RegistrySettings::default().validate().is_ok());
         assert!(KvSettings::default().validate().is_ok());
