@@ -15,7 +15,7 @@ use rmq_actors::contain::{GetHealth, Recover};
 use rmq_actors::controller::Controller;
 use rmq_actors::dispatch::Services;
 use rmq_actors::housekeeping::Housekeeping;
-use rmq_actors::kv::{KvError, KvStore, KvTables};
+use rmq_actors::kv::{KvError, KvSource, KvStore};
 use rmq_actors::limits::{Limit, LimitCounts, Limits};
 use rmq_actors::listener::{Listener, ListenerSetup};
 use rmq_actors::messages::InvalidateRoutes;
@@ -109,9 +109,9 @@ impl NameServer {
             return Err(StartError::NoSystem);
         }
         let config = self.config;
-        // Load the KV file first: a corrupt file stops start-up before anything listens.
-        let kv_path = expand_home(&config.kv.path);
-        let kv_tables = KvTables::load(&kv_path)?;
+        // Load the KV file first: a corrupt file stops start-up before anything listens. (With
+        // the etcd backend nothing is read here: the store starts without etcd and catches up.)
+        let kv_source = KvSource::load(&config.kv)?;
         // So does an ACL file that does not parse, and an audit log that cannot be opened.
         let acl_path = (!config.access.acl_file.as_os_str().is_empty())
             .then(|| expand_home(&config.access.acl_file));
@@ -180,8 +180,7 @@ impl NameServer {
         let print_interval = config.kv.print_interval;
         let kv = Supervisor::start(move |_| {
             KvStore::new(
-                kv_tables.clone(),
-                kv_path.clone(),
+                kv_source.clone(),
                 kv_routes.clone().recipient(),
                 print_interval,
             )

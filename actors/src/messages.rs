@@ -384,6 +384,9 @@ pub enum KvReplyError {
     NoNamespace { namespace: String },
     /// The change is applied in memory but the file could not be written.
     NotPersisted(String),
+    /// The shared store (etcd) did not take the change; the reason says whether it may still
+    /// have reached it.
+    StoreUnavailable(String),
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -175,6 +175,9 @@ impl IntoResponse for KvReplyError {
             Self::NotPersisted(reason) => system_error(format!(
                 "the change is applied but could not be saved (it is retried with the next change): {reason}"
             )),
+            Self::StoreUnavailable(reason) => {
+                system_error(format!("the KV store (etcd) is unavailable: {reason}"))
+            }
         }
     }
 }

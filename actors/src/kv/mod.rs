@@ -5,26 +5,34 @@
 //! operations that wait for a file write, route queries are the hot path; keeping them apart means
 //! a slow disk never delays a route. The registry gets a copy of the one namespace it needs
 //! (ORDER_TOPIC_CONFIG) whenever it changes.
+//!
+//! The tables are kept in one of two places (`kv.backend`): this NameServer's own file
+//! ([`file`]: Java's behaviour, each NameServer with a KV of its own) or etcd ([`etcd`]: one KV
+//! shared by a fleet, every NameServer's view kept current by a watch). Either way this actor is
+//! the only owner of the tables in memory and answers reads from them.
+
+mod etcd;
+mod file;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::logging::{Clipped, ClippedOpt};
+use actix::dev::RecipientRequest;
 use actix::prelude::*;
 use bytes::Bytes;
 use rmq_protocol::body::{to_json, KvTable, ORDER_TOPIC_CONFIG_NAMESPACE};
 use rmq_protocol::fastjson::{self, JsonStyle};
 use serde::{Deserialize, Serialize};
-use tokio::sync::oneshot;
-use tracing::{error, info, warn};
+use tracing::{info, warn};
 
 use crate::contain::{contain, contain_unit, Contained, Recover};
 use crate::messages::{
     Body, DeleteKvConfig, FlushKv, GetKvConfig, GetKvList, GetKvStats, KvReplyError, KvStats,
     KvValue, OrderTopicConfChanged, PutKvConfig, Restart,
 };
-use crate::persist::write_atomically;
+use crate::settings::{expand_home, KvBackend, KvSettings};
 
 /// The KV file cannot be used; start-up stops with this error.
 #[derive(Debug, thiserror::Error)]
@@ -133,50 +141,95 @@ impl KvTables {
     pub fn namespace(&self, namespace: &str) -> Option<&BTreeMap<String, String>> {
         self.table.get(namespace)
     }
+
+    /// Creates the namespace if it is missing.
+    fn ensure_namespace(&mut self, namespace: &str) {
+        if !self.table.contains_key(namespace) {
+            self.table.insert(namespace.to_owned(), BTreeMap::new());
+        }
+    }
+
+    /// Removes the namespace if it holds nothing.
+    fn remove_namespace_if_empty(&mut self, namespace: &str) {
+        if self.table.get(namespace).is_some_and(BTreeMap::is_empty) {
+            self.table.remove(namespace);
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
 // Actor
 
-/// The KV store actor. Writes go to a blocking thread, one at a time; a change's reply waits for
-/// the write that contains it, but the actor keeps serving reads meanwhile.
+/// What a [`KvStore`] starts from (`kv.backend`).
+#[derive(Debug, Clone)]
+pub enum KvSource {
+    /// The file at `path` (home expanded), as loaded.
+    File { path: PathBuf, tables: KvTables },
+    /// etcd's client endpoints and the key prefix; nothing is read before the store starts.
+    Etcd {
+        endpoints: Vec<String>,
+        prefix: String,
+    },
+}
+
+impl KvSource {
+    /// The source the settings name: the file is loaded now (an unreadable or corrupt one stops
+    /// start-up), etcd is only named (the store connects when it starts, and starts without it).
+    pub fn load(settings: &KvSettings) -> Result<Self, KvError> {
+        match settings.backend {
+            KvBackend::File => {
+                let path = expand_home(&settings.path);
+                let tables = KvTables::load(&path)?;
+                Ok(Self::File { path, tables })
+            }
+            KvBackend::Etcd => Ok(Self::Etcd {
+                endpoints: settings.etcd_endpoint_list(),
+                prefix: settings.etcd_prefix.clone(),
+            }),
+        }
+    }
+}
+
+/// Where the tables are kept, with the bookkeeping of that place.
+enum Backend {
+    File(file::FileSync),
+    /// Boxed: an etcd client is large.
+    Etcd(Box<etcd::EtcdSync>),
+}
+
+/// The KV store actor: the one owner of the tables, whichever the backend. Reads are answered
+/// from memory; a change is answered once its backend has it (the file written, or etcd's
+/// confirmation), and the actor keeps serving reads meanwhile.
 pub struct KvStore {
     tables: KvTables,
-    path: PathBuf,
     /// Told every change of the ORDER_TOPIC_CONFIG namespace (the route registry).
     order_conf: Recipient<OrderTopicConfChanged>,
     print_interval: Duration,
-    /// Bumped by every change; `persisted` is the last version on disk.
-    version: u64,
-    persisted: u64,
-    writing: bool,
-    /// Bumped by every reset (a contained panic, a restart): a write started before it is
-    /// stale when it ends.
-    epoch: u64,
-    waiters: Vec<(u64, oneshot::Sender<Result<(), String>>)>,
+    backend: Backend,
     /// Handler panics contained so far.
     panics: u64,
-    /// Writes of the file that failed, since start.
+    /// Changes the backend did not take (file writes, etcd writes), since start.
     save_failures: u64,
 }
 
 impl KvStore {
     pub fn new(
-        tables: KvTables,
-        path: PathBuf,
+        source: KvSource,
         order_conf: Recipient<OrderTopicConfChanged>,
         print_interval: Duration,
     ) -> Self {
+        let (tables, backend) = match source {
+            KvSource::File { path, tables } => (tables, Backend::File(file::FileSync::new(path))),
+            KvSource::Etcd { endpoints, prefix } => (
+                KvTables::default(),
+                Backend::Etcd(Box::new(etcd::EtcdSync::new(endpoints, &prefix))),
+            ),
+        };
         Self {
             tables,
-            path,
             order_conf,
             print_interval,
-            version: 0,
-            persisted: 0,
-            writing: false,
-            epoch: 0,
-            waiters: Vec::new(),
+            backend,
             panics: 0,
             save_failures: 0,
         }
@@ -188,84 +241,15 @@ impl KvStore {
         });
     }
 
-    /// Records a change and returns a future resolving when it is on disk.
-    fn changed(
-        &mut self,
-        namespace: &str,
-        ctx: &mut Context<Self>,
-    ) -> ResponseFuture<Result<(), KvReplyError>> {
-        // Routes show ORDER_TOPIC_CONFIG: the reply waits until the registry (and through it
-        // every connection thread's route cache) has the new value.
-        let routes_updated = (namespace == ORDER_TOPIC_CONFIG_NAMESPACE).then(|| {
+    /// After a change of `namespace` in memory: the registry's update, awaited by the reply when
+    /// the namespace is ORDER_TOPIC_CONFIG (routes show it, so the reply waits until the
+    /// registry, and through it every connection thread's route cache, has the new value).
+    fn routes_update(&self, namespace: &str) -> Option<RecipientRequest<OrderTopicConfChanged>> {
+        (namespace == ORDER_TOPIC_CONFIG_NAMESPACE).then(|| {
             self.order_conf.send(OrderTopicConfChanged {
                 table: self.tables.namespace(ORDER_TOPIC_CONFIG_NAMESPACE).cloned(),
             })
-        });
-        self.version += 1;
-        let (tx, rx) = oneshot::channel();
-        self.waiters.push((self.version, tx));
-        self.start_write(ctx);
-        Box::pin(async move {
-            if let Some(updated) = routes_updated {
-                // Unreachable only while the registry is gone; its supervisor brings it back.
-                let _ = updated.await;
-            }
-            match rx.await {
-                Ok(Ok(())) => Ok(()),
-                Ok(Err(reason)) => Err(KvReplyError::NotPersisted(reason)),
-                Err(_) => Err(KvReplyError::NotPersisted("the KV store stopped".into())),
-            }
         })
-    }
-
-    fn start_write(&mut self, ctx: &mut Context<Self>) {
-        if self.writing || self.persisted == self.version {
-            return;
-        }
-        self.writing = true;
-        let version = self.version;
-        let epoch = self.epoch;
-        // Encoding a large table takes a while: only the copy happens on the actor.
-        let snapshot = self.tables.clone();
-        let path = self.path.clone();
-        let write = crate::background::spawn(move || write_atomically(&path, &snapshot.to_json()));
-        write
-            .into_actor(self)
-            .map(move |result, act, ctx| {
-                act.writing = false;
-                if epoch != act.epoch {
-                    // Started before a reset, which failed its waiters and reloaded the table:
-                    // if it reached the file, the file now holds what the table no longer does;
-                    // write the table again (changes made since the reset go with it).
-                    if matches!(result, Ok(Ok(()))) {
-                        act.persisted = 0;
-                    }
-                    act.start_write(ctx);
-                    return;
-                }
-                let outcome = match result {
-                    Ok(Ok(())) => {
-                        act.persisted = version;
-                        Ok(())
-                    }
-                    Ok(Err(err)) => Err(err.to_string()),
-                    Err(join) => Err(format!("write task failed: {join}")),
-                };
-                if let Err(reason) = &outcome {
-                    act.save_failures += 1;
-                    error!(path = %act.path.display(), error = %reason, "KV file not saved; kept in memory, retried with the next change");
-                }
-                let (done, pending): (Vec<_>, Vec<_>) = act.waiters.drain(..).partition(|(v, _)| *v <= version);
-                act.waiters = pending;
-                for (_, waiter) in done {
-                    let _ = waiter.send(outcome.clone());
-                }
-                // Changes made during the write go out now.
-                if act.version > version {
-                    act.start_write(ctx);
-                }
-            })
-            .spawn(ctx);
     }
 }
 
@@ -273,39 +257,17 @@ impl Actor for KvStore {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Self::Context) {
-        info!(path = %self.path.display(), "KV store started");
+        if let Backend::File(file) = &self.backend {
+            info!(path = %file.path().display(), "KV store started");
+        }
         self.publish_order_conf();
         ctx.run_interval(self.print_interval, |act, ctx| {
             contain_unit(act, ctx, "table log", |act, _| {
                 info!(table = %Clipped(&String::from_utf8_lossy(&act.tables.to_json())), "KV config table");
             })
         });
-    }
-}
-
-impl KvStore {
-    /// Back to what the file holds, as after a restart: changes not yet acknowledged are gone
-    /// (their askers hear so), acknowledged ones are in the file. A write still running goes on
-    /// (its end is recognised as stale): one write at a time, always, so that two never race
-    /// on the temporary file. `write_lost`: the write's completion will never arrive (an actor
-    /// restart drops the futures of its context).
-    fn reload(&mut self, write_lost: bool) {
-        match KvTables::load(&self.path) {
-            Ok(tables) => {
-                warn!(path = %self.path.display(), "KV store restarting; reloaded from its file");
-                self.tables = tables;
-            }
-            Err(err) => {
-                warn!(error = %err, "KV store restarting; file unreadable, keeping the in-memory table")
-            }
-        }
-        self.epoch += 1;
-        if write_lost {
-            self.writing = false;
-        }
-        self.persisted = self.version;
-        for (_, waiter) in self.waiters.drain(..) {
-            let _ = waiter.send(Err("the KV store restarted".into()));
+        if let Backend::Etcd(_) = &self.backend {
+            self.etcd_started(ctx);
         }
     }
 }
@@ -313,15 +275,21 @@ impl KvStore {
 impl Supervised for KvStore {
     fn restarting(&mut self, _: &mut Self::Context) {
         // `started` runs again after this and republishes ORDER_TOPIC_CONFIG to the registry.
-        self.reload(true);
+        match &self.backend {
+            Backend::File(_) => self.file_reload(true),
+            Backend::Etcd(_) => self.etcd_restarting(),
+        }
     }
 }
 
 impl Recover for KvStore {
     const NAME: &'static str = "KV store";
 
-    fn recover(&mut self, _: &mut Self::Context) {
-        self.reload(false);
+    fn recover(&mut self, ctx: &mut Self::Context) {
+        match &self.backend {
+            Backend::File(_) => self.file_reload(false),
+            Backend::Etcd(_) => self.etcd_recover(ctx),
+        }
         self.publish_order_conf();
     }
 
@@ -349,8 +317,14 @@ impl Handler<PutKvConfig> for KvStore {
                     return Box::pin(async { Err(KvReplyError::NamespaceOrKeyNull) });
                 };
                 info!(namespace = %Clipped(&namespace), key = %Clipped(&key), value = %ClippedOpt(msg.value.as_deref()), "KV put");
-                this.tables.put(&namespace, &key, msg.value);
-                this.changed(&namespace, ctx)
+                let change = Change::Put(msg.value);
+                match &this.backend {
+                    Backend::File(_) => {
+                        change.apply(&mut this.tables, &namespace, &key);
+                        this.file_changed(&namespace, ctx)
+                    }
+                    Backend::Etcd(_) => this.etcd_write(namespace, key, change, ctx),
+                }
             },
         )
     }
@@ -369,11 +343,35 @@ impl Handler<DeleteKvConfig> for KvStore {
                     return Box::pin(async { Err(KvReplyError::NamespaceOrKeyNull) });
                 };
                 info!(namespace = %Clipped(&namespace), key = %Clipped(&key), "KV delete");
-                this.tables.delete(&namespace, &key);
-                // Java saves after every delete, even of a missing key.
-                this.changed(&namespace, ctx)
+                match &this.backend {
+                    Backend::File(_) => {
+                        Change::Delete.apply(&mut this.tables, &namespace, &key);
+                        // Java saves after every delete, even of a missing key.
+                        this.file_changed(&namespace, ctx)
+                    }
+                    Backend::Etcd(_) => this.etcd_write(namespace, key, Change::Delete, ctx),
+                }
             },
         )
+    }
+}
+
+/// One change of a value, as PUT_KV_CONFIG and DELETE_KV_CONFIG ask for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Change {
+    /// `Some`: stores the value; `None`: creates the namespace and removes the key (Java stores
+    /// a null that reads as missing).
+    Put(Option<String>),
+    /// Removes the key; an emptied namespace is kept.
+    Delete,
+}
+
+impl Change {
+    fn apply(&self, tables: &mut KvTables, namespace: &str, key: &str) {
+        match self {
+            Change::Put(value) => tables.put(namespace, key, value.clone()),
+            Change::Delete => tables.delete(namespace, key),
+        }
     }
 }
 
@@ -444,15 +442,11 @@ impl Handler<FlushKv> for KvStore {
             ctx,
             "FlushKv",
             move |this, ctx| -> ResponseFuture<bool> {
-                if this.persisted == this.version {
-                    return Box::pin(async { true });
+                match &this.backend {
+                    Backend::File(_) => this.file_flush(ctx),
+                    // Every change was answered only once etcd had it.
+                    Backend::Etcd(_) => Box::pin(async { true }),
                 }
-                let (tx, rx) = oneshot::channel();
-                this.waiters.push((this.version, tx));
-                // After a failed save nothing else would write again until the next change:
-                // try now, so the flush is answered by this attempt (a stop must not hang).
-                this.start_write(ctx);
-                Box::pin(async move { matches!(rx.await, Ok(Ok(()))) })
             },
         )
     }

@@ -1,0 +1,948 @@
+//! The etcd backend of the KV store (`kv.backend = "etcd"`, docs/kv-and-config.md#etcd-backend):
+//! one KV config shared by every NameServer of a fleet, where Java keeps one file per NameServer
+//! (files that drift apart when one was down during an update).
+//!
+//! Keys under the prefix `P` (its trailing `/` trimmed):
+//!
+//! - `P/<namespace>`: the namespace's marker, an empty value. A namespace exists while it does,
+//!   so a namespace emptied by deletes stays, as with the file;
+//! - `P/<namespace>/<key>`: one value, stored as it is.
+//!
+//! The namespace segment is percent-encoded (`%` as `%25`, `/` as `%2F`), so a `/` in a
+//! namespace cannot be taken for the separator; the key is everything after the separator, as
+//! it is.
+//!
+//! The actor keeps its tables in memory as with the file: filled by a range read at revision S
+//! when a session opens, kept current by a watch of the prefix from S + 1 (another NameServer's
+//! change arrives in milliseconds). A PUT or DELETE is one etcd transaction, answered once etcd
+//! confirms it; the change is applied to the memory view at once, so a client reads its own
+//! write, and the watch brings it again. Reads never wait for etcd.
+//!
+//! The confirmation and the watch are two gRPC streams, so they can arrive in either order; every
+//! change carries its etcd revision. The watch reports revisions in order, so a confirmed change
+//! at revision r that the view has already seen (r at most `watched`) is skipped, and one it has
+//! not seen is remembered (`ahead`) until it has, so that an older event of the same key arriving
+//! in between does not undo it.
+//!
+//! Whatever breaks (connect, read, watch, a progress request that gets no answer), the actor
+//! starts over after a bounded backoff with a fresh connection and read; in between it answers
+//! reads from its last view and refuses changes. Everything runs as futures on the actor's own
+//! context: no thread ever waits for etcd.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use actix::prelude::*;
+use etcd_client::{
+    Client, Compare, CompareOp, ConnectOptions, GetOptions, Txn, TxnOp, WatchOptions,
+    WatchRequestSender, WatchResponse, WatchResponseStream,
+};
+use rmq_protocol::body::ORDER_TOPIC_CONFIG_NAMESPACE;
+use tokio::sync::oneshot;
+use tracing::{debug, info, warn};
+
+use super::{Backend, Change, KvStore, KvTables};
+use crate::contain::contain_unit;
+use crate::logging::Clipped;
+use crate::messages::KvReplyError;
+
+/// The limit of each request to etcd (connect, read, write, opening the watch).
+const TIMEOUT: Duration = Duration::from_secs(3);
+
+/// The first wait before starting over, doubled on each failure up to [`MAX_BACKOFF`] and reset
+/// once a watch answers.
+const FIRST_BACKOFF: Duration = Duration::from_millis(200);
+
+/// The longest wait before starting over: long enough not to hammer an etcd that is down, short
+/// enough that the KV is writable again seconds after etcd is back.
+const MAX_BACKOFF: Duration = Duration::from_secs(3);
+
+/// How often the watch is asked for a progress report. A watch whose connection died without a
+/// word (a frozen etcd, a lost network) says nothing either; one that does not answer within
+/// [`TIMEOUT`] is given up.
+const PROBE_EVERY: Duration = Duration::from_secs(5);
+
+/// Keys per page of the range read, so that no answer grows with the table.
+const PAGE: i64 = 500;
+
+/// The largest answer (a page of the read, a batch of watch events) accepted; etcd refuses
+/// values above 1.5 MiB by default.
+const MAX_MESSAGE: usize = 64 << 20;
+
+// ---------------------------------------------------------------------------------------------
+// Keys
+
+/// Where a key under the prefix points.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Entry {
+    /// `P/<namespace>`: the namespace exists.
+    Namespace(String),
+    /// `P/<namespace>/<key>`: a value.
+    Value { namespace: String, key: String },
+}
+
+impl Entry {
+    fn namespace(&self) -> &str {
+        match self {
+            Entry::Namespace(namespace) | Entry::Value { namespace, .. } => namespace,
+        }
+    }
+}
+
+/// The keys under the prefix.
+#[derive(Debug, Clone)]
+struct Keys {
+    /// `P/`: what is read and watched (the trailing slash keeps a sibling prefix such as `P2`
+    /// out of the range).
+    dir: String,
+}
+
+impl Keys {
+    fn new(prefix: &str) -> Self {
+        Keys {
+            dir: format!("{}/", prefix.trim_end_matches('/')),
+        }
+    }
+
+    fn namespace(&self, namespace: &str) -> String {
+        format!("{}{}", self.dir, encode(namespace))
+    }
+
+    fn value(&self, namespace: &str, key: &str) -> String {
+        format!("{}{}/{key}", self.dir, encode(namespace))
+    }
+
+    /// The first key after every key under the prefix: the end of the range read.
+    fn end(&self) -> String {
+        // `dir` ends in '/', and the character after '/' is '0'.
+        format!("{}0", self.dir.trim_end_matches('/'))
+    }
+
+    /// What an etcd key is, `None` if it is none of ours (another layout, not UTF-8).
+    fn parse(&self, key: &[u8]) -> Option<Entry> {
+        let rest = key.strip_prefix(self.dir.as_bytes())?;
+        let rest = std::str::from_utf8(rest).ok()?;
+        Some(match rest.split_once('/') {
+            None => Entry::Namespace(decode(rest)?),
+            Some((namespace, key)) => Entry::Value {
+                namespace: decode(namespace)?,
+                key: key.to_owned(),
+            },
+        })
+    }
+}
+
+/// The namespace as a key segment: `%` and `/` escaped, everything else as it is.
+fn encode(namespace: &str) -> String {
+    let mut out = String::with_capacity(namespace.len());
+    for c in namespace.chars() {
+        match c {
+            '%' => out.push_str("%25"),
+            '/' => out.push_str("%2F"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The namespace of a key segment; `None` unless the segment is exactly what [`encode`] makes
+/// (so that two etcd keys never stand for one entry).
+fn decode(segment: &str) -> Option<String> {
+    let mut parts = segment.split('%');
+    let mut out = parts.next().unwrap_or_default().to_owned();
+    for part in parts {
+        if let Some(rest) = part.strip_prefix("25") {
+            out.push('%');
+            out.push_str(rest);
+        } else if let Some(rest) = part.strip_prefix("2F") {
+            out.push('/');
+            out.push_str(rest);
+        } else {
+            return None;
+        }
+    }
+    Some(out)
+}
+
+// ---------------------------------------------------------------------------------------------
+// The view: pure rules, no I/O
+
+/// A confirmed change the watch has not reported yet.
+#[derive(Debug, Clone)]
+struct Ahead {
+    revision: i64,
+    change: Change,
+}
+
+/// How the memory view follows etcd (see the module docs); no I/O, tested without etcd.
+#[derive(Debug, Default)]
+struct View {
+    /// Every change up to this revision is in the view (read or watched).
+    watched: i64,
+    /// The cluster the view was read from: a different one (etcd replaced) has other revisions.
+    cluster: Option<u64>,
+    /// Confirmed changes above `watched`, by (namespace, key).
+    ahead: BTreeMap<(String, String), Ahead>,
+}
+
+impl View {
+    /// A change etcd confirmed at `revision` (`None`: the answer carried none): applied unless
+    /// the watch has already reported it.
+    fn confirmed(
+        &mut self,
+        tables: &mut KvTables,
+        namespace: &str,
+        key: &str,
+        change: Change,
+        revision: Option<i64>,
+    ) {
+        if let Some(revision) = revision {
+            if revision <= self.watched {
+                return;
+            }
+            self.ahead.insert(
+                (namespace.to_owned(), key.to_owned()),
+                Ahead {
+                    revision,
+                    change: change.clone(),
+                },
+            );
+        }
+        change.apply(tables, namespace, key);
+    }
+
+    /// The whole state read at `revision` of `cluster`: replaces the view, keeping the confirmed
+    /// changes it does not contain yet.
+    fn loaded(&mut self, tables: &mut KvTables, read: KvTables, revision: i64, cluster: u64) {
+        if self.cluster.is_some_and(|known| known != cluster) {
+            self.ahead.clear();
+        }
+        self.cluster = Some(cluster);
+        self.watched = revision;
+        self.ahead.retain(|_, ahead| ahead.revision > revision);
+        *tables = read;
+        for ((namespace, key), ahead) in &self.ahead {
+            ahead.change.apply(tables, namespace, key);
+        }
+    }
+
+    /// One watched event at `revision`: `value` `None` for a removal.
+    fn event(&mut self, tables: &mut KvTables, entry: &Entry, value: Option<&[u8]>, revision: i64) {
+        self.watched = self.watched.max(revision);
+        match (entry, value) {
+            (Entry::Namespace(namespace), Some(_)) => tables.ensure_namespace(namespace),
+            (Entry::Namespace(namespace), None) => tables.remove_namespace_if_empty(namespace),
+            (Entry::Value { namespace, key }, value) => {
+                let id = (namespace.clone(), key.clone());
+                if self.ahead.get(&id).is_some_and(|a| a.revision > revision) {
+                    return;
+                }
+                match value {
+                    Some(value) => tables.put(namespace, key, Some(text(value))),
+                    None => tables.delete(namespace, key),
+                }
+            }
+        }
+    }
+
+    /// After a watch answer: confirmed changes it covers are no longer ahead.
+    fn caught_up(&mut self) {
+        let watched = self.watched;
+        self.ahead.retain(|_, ahead| ahead.revision > watched);
+    }
+}
+
+/// A value as text (we store UTF-8; anything else, written by another tool, is shown lossily).
+fn text(value: &[u8]) -> String {
+    String::from_utf8_lossy(value).into_owned()
+}
+
+/// The tables a range read holds.
+fn tables_of(keys: &Keys, read: &[(Vec<u8>, Vec<u8>)]) -> KvTables {
+    let mut tables = KvTables::default();
+    for (key, value) in read {
+        match keys.parse(key) {
+            Some(Entry::Namespace(namespace)) => tables.ensure_namespace(&namespace),
+            Some(Entry::Value { namespace, key }) => {
+                tables.put(&namespace, &key, Some(text(value)))
+            }
+            None => {
+                warn!(key = %String::from_utf8_lossy(key), "KV store (etcd): not a KV key; ignored")
+            }
+        }
+    }
+    tables
+}
+
+// ---------------------------------------------------------------------------------------------
+// The actor's side
+
+/// A connection whose read is loaded and whose watch is (being) opened.
+struct Session {
+    client: Client,
+    /// The watch's request side, for progress requests; `None` until the watch is open and while
+    /// a request is being sent.
+    requests: Option<WatchRequestSender>,
+    /// When the unanswered progress request was sent.
+    asked: Option<Instant>,
+    /// When the watch last said anything.
+    heard: Instant,
+}
+
+/// The futures of the current session, cancelled when starting over so that no old watch
+/// outlives it. Writes are not among them: a write etcd confirms is applied whenever the
+/// confirmation comes.
+#[derive(Default)]
+struct Tasks {
+    open: Option<SpawnHandle>,
+    watch: Option<SpawnHandle>,
+    probe: Option<SpawnHandle>,
+}
+
+impl Tasks {
+    fn cancel(&mut self, ctx: &mut Context<KvStore>) {
+        for handle in [self.open.take(), self.watch.take(), self.probe.take()]
+            .into_iter()
+            .flatten()
+        {
+            ctx.cancel_future(handle);
+        }
+    }
+}
+
+/// The etcd backend's state in the KV store actor.
+pub(super) struct EtcdSync {
+    endpoints: Vec<String>,
+    keys: Keys,
+    view: View,
+    /// Bumped on every start over: a future of an older session finds it changed and does
+    /// nothing.
+    generation: u64,
+    session: Option<Session>,
+    tasks: Tasks,
+    backoff: Duration,
+}
+
+impl EtcdSync {
+    pub(super) fn new(endpoints: Vec<String>, prefix: &str) -> Self {
+        EtcdSync {
+            endpoints,
+            keys: Keys::new(prefix),
+            view: View::default(),
+            generation: 0,
+            session: None,
+            tasks: Tasks::default(),
+            backoff: FIRST_BACKOFF,
+        }
+    }
+}
+
+/// A session opened and its state read, before the actor takes it.
+struct Opened {
+    client: Client,
+    revision: i64,
+    cluster: u64,
+    read: Vec<(Vec<u8>, Vec<u8>)>,
+}
+
+impl KvStore {
+    fn etcd(&mut self) -> Option<&mut EtcdSync> {
+        match &mut self.backend {
+            Backend::Etcd(sync) => Some(sync),
+            Backend::File(_) => None,
+        }
+    }
+
+    fn etcd_generation(&mut self) -> Option<u64> {
+        self.etcd().map(|sync| sync.generation)
+    }
+
+    /// From `started`: connects, and asks the watch for progress from now on.
+    pub(super) fn etcd_started(&mut self, ctx: &mut Context<Self>) {
+        if let Some(sync) = self.etcd() {
+            info!(endpoints = ?sync.endpoints, prefix = %sync.keys.dir, "KV store started (etcd)");
+        }
+        ctx.run_interval(PROBE_EVERY, |act, ctx| {
+            contain_unit(act, ctx, "etcd progress probe", |act, ctx| {
+                act.etcd_probe(ctx)
+            })
+        });
+        self.etcd_open(ctx);
+    }
+
+    /// Before a supervised restart: the context's futures are gone; `started` opens anew. The
+    /// view stays until the new read replaces it.
+    pub(super) fn etcd_restarting(&mut self) {
+        if let Some(sync) = self.etcd() {
+            sync.generation += 1;
+            sync.tasks = Tasks::default();
+            sync.session = None;
+            sync.backoff = FIRST_BACKOFF;
+        }
+    }
+
+    /// After a contained panic: the view is read again.
+    pub(super) fn etcd_recover(&mut self, ctx: &mut Context<Self>) {
+        if let Some(sync) = self.etcd() {
+            sync.backoff = FIRST_BACKOFF;
+        }
+        self.etcd_start_over(ctx, "recovering from a panic");
+    }
+
+    /// Gives up the session and opens a new one after the backoff.
+    fn etcd_start_over(&mut self, ctx: &mut Context<Self>, reason: &str) {
+        let Some(sync) = self.etcd() else {
+            return;
+        };
+        warn!(
+            reason,
+            retry_in = ?sync.backoff,
+            "KV store (etcd) unavailable: reads answered from the last view, changes refused until it is back"
+        );
+        sync.generation += 1;
+        sync.tasks.cancel(ctx);
+        sync.session = None;
+        let delay = sync.backoff;
+        sync.backoff = (sync.backoff * 2).min(MAX_BACKOFF);
+        let generation = sync.generation;
+        let open = ctx.run_later(delay, move |act, ctx| {
+            if act.etcd_generation() == Some(generation) {
+                act.etcd_open(ctx);
+            }
+        });
+        if let Some(sync) = self.etcd() {
+            sync.tasks.open = Some(open);
+        }
+    }
+
+    /// Connects and reads everything under the prefix.
+    fn etcd_open(&mut self, ctx: &mut Context<Self>) {
+        let Some(sync) = self.etcd() else {
+            return;
+        };
+        let generation = sync.generation;
+        let opening = open_session(sync.endpoints.clone(), sync.keys.clone());
+        let open = ctx.spawn(opening.into_actor(self).map(move |opened, act, ctx| {
+            if act.etcd_generation() != Some(generation) {
+                return;
+            }
+            match opened {
+                Ok(opened) => act.etcd_opened(ctx, opened),
+                Err(reason) => act.etcd_start_over(ctx, &reason),
+            }
+        }));
+        if let Some(sync) = self.etcd() {
+            sync.tasks.open = Some(open);
+        }
+    }
+
+    /// The state is read: it becomes the view, the registry hears ORDER_TOPIC_CONFIG, and the
+    /// watch starts after the read's revision.
+    fn etcd_opened(&mut self, ctx: &mut Context<Self>, opened: Opened) {
+        let Opened {
+            client,
+            revision,
+            cluster,
+            read,
+        } = opened;
+        let Self {
+            tables, backend, ..
+        } = self;
+        let Backend::Etcd(sync) = backend else {
+            return;
+        };
+        let read_tables = tables_of(&sync.keys, &read);
+        sync.view.loaded(tables, read_tables, revision, cluster);
+        info!(
+            revision,
+            keys = read.len(),
+            "KV store (etcd): view loaded; watching for changes"
+        );
+        sync.session = Some(Session {
+            client,
+            requests: None,
+            asked: None,
+            heard: Instant::now(),
+        });
+        self.publish_order_conf();
+        self.etcd_watch(ctx, revision + 1);
+    }
+
+    /// Opens the watch of the prefix from revision `from`.
+    fn etcd_watch(&mut self, ctx: &mut Context<Self>, from: i64) {
+        let Some(sync) = self.etcd() else {
+            return;
+        };
+        let Some(session) = &sync.session else {
+            return;
+        };
+        let mut watches = session
+            .client
+            .watch_client()
+            .max_decoding_message_size(MAX_MESSAGE);
+        let dir = sync.keys.dir.clone();
+        let generation = sync.generation;
+        let options = WatchOptions::new().with_prefix().with_start_revision(from);
+        let opening = async move { within(watches.watch(dir, Some(options))).await };
+        let watch = ctx.spawn(opening.into_actor(self).map(move |stream, act, ctx| {
+            if act.etcd_generation() != Some(generation) {
+                return;
+            }
+            match stream {
+                Ok(stream) => {
+                    let (requests, responses) = stream.split();
+                    if let Some(session) = act.etcd().and_then(|sync| sync.session.as_mut()) {
+                        session.requests = Some(requests);
+                    }
+                    act.etcd_next_watched(ctx, responses);
+                }
+                Err(e) => act.etcd_start_over(ctx, &format!("cannot watch: {e}")),
+            }
+        }));
+        if let Some(sync) = self.etcd() {
+            sync.tasks.watch = Some(watch);
+        }
+    }
+
+    /// Waits for the watch's next answer.
+    fn etcd_next_watched(&mut self, ctx: &mut Context<Self>, mut responses: WatchResponseStream) {
+        let Some(generation) = self.etcd_generation() else {
+            return;
+        };
+        let next = async move {
+            let answer = responses.message().await;
+            (responses, answer)
+        };
+        let watch = ctx.spawn(
+            next.into_actor(self)
+                .map(move |(responses, answer), act, ctx| {
+                    if act.etcd_generation() != Some(generation) {
+                        return;
+                    }
+                    let handled = match answer {
+                        Ok(Some(answer)) => act.etcd_watched(&answer),
+                        Ok(None) => Err("the watch ended".to_owned()),
+                        Err(e) => Err(format!("the watch failed: {e}")),
+                    };
+                    match handled {
+                        Ok(()) => act.etcd_next_watched(ctx, responses),
+                        Err(reason) => act.etcd_start_over(ctx, &reason),
+                    }
+                }),
+        );
+        if let Some(sync) = self.etcd() {
+            sync.tasks.watch = Some(watch);
+        }
+    }
+
+    /// Applies one watch answer; the registry hears of a change of ORDER_TOPIC_CONFIG as of a
+    /// local one.
+    fn etcd_watched(&mut self, answer: &WatchResponse) -> Result<(), String> {
+        if answer.canceled() {
+            return Err(format!(
+                "the watch was cancelled ({}; compacted at revision {})",
+                answer.cancel_reason(),
+                answer.compact_revision()
+            ));
+        }
+        let Self {
+            tables, backend, ..
+        } = self;
+        let Backend::Etcd(sync) = backend else {
+            return Ok(());
+        };
+        if let Some(session) = &mut sync.session {
+            session.heard = Instant::now();
+        }
+        // A watch that answers is a good session: the next failure starts over quickly again.
+        sync.backoff = FIRST_BACKOFF;
+        let mut order_changed = false;
+        for event in answer.events() {
+            let Some(kv) = event.kv() else {
+                continue;
+            };
+            let Some(entry) = sync.keys.parse(kv.key()) else {
+                debug!(key = %String::from_utf8_lossy(kv.key()), "KV store (etcd): not a KV key; ignored");
+                continue;
+            };
+            // A removal's key-value is the tombstone: version 0 (a live key has 1 or more).
+            let value = (kv.version() != 0).then(|| kv.value());
+            debug!(entry = ?entry, revision = kv.mod_revision(), removed = value.is_none(), "KV store (etcd): watched");
+            sync.view.event(tables, &entry, value, kv.mod_revision());
+            order_changed |= entry.namespace() == ORDER_TOPIC_CONFIG_NAMESPACE;
+        }
+        sync.view.caught_up();
+        if order_changed {
+            self.publish_order_conf();
+        }
+        Ok(())
+    }
+
+    /// Every [`PROBE_EVERY`]: gives up a watch that left the last progress request unanswered
+    /// for [`TIMEOUT`], else asks for progress again.
+    fn etcd_probe(&mut self, ctx: &mut Context<Self>) {
+        let Some(sync) = self.etcd() else {
+            return;
+        };
+        let generation = sync.generation;
+        let Some(session) = &mut sync.session else {
+            return;
+        };
+        if let Some(asked) = session.asked {
+            if session.heard < asked {
+                if asked.elapsed() >= TIMEOUT {
+                    let reason = format!(
+                        "the watch did not answer a progress request within {}",
+                        humantime::format_duration(TIMEOUT)
+                    );
+                    self.etcd_start_over(ctx, &reason);
+                }
+                return;
+            }
+            session.asked = None;
+        }
+        // None: the watch is not open yet, or the last request is still being sent.
+        let Some(mut requests) = session.requests.take() else {
+            return;
+        };
+        let sending = async move {
+            let sent = within(requests.request_progress()).await;
+            (requests, sent)
+        };
+        let probe = ctx.spawn(
+            sending
+                .into_actor(self)
+                .map(move |(requests, sent), act, ctx| {
+                    if act.etcd_generation() != Some(generation) {
+                        return;
+                    }
+                    match sent {
+                        Ok(()) => {
+                            if let Some(session) = act.etcd().and_then(|sync| sync.session.as_mut())
+                            {
+                                session.requests = Some(requests);
+                                session.asked = Some(Instant::now());
+                            }
+                        }
+                        Err(e) => {
+                            act.etcd_start_over(ctx, &format!("progress request failed: {e}"))
+                        }
+                    }
+                }),
+        );
+        if let Some(sync) = self.etcd() {
+            sync.tasks.probe = Some(probe);
+        }
+    }
+
+    /// PUT_KV_CONFIG or DELETE_KV_CONFIG: one transaction in etcd, applied to the view and
+    /// answered once etcd confirms it.
+    pub(super) fn etcd_write(
+        &mut self,
+        namespace: String,
+        key: String,
+        change: Change,
+        ctx: &mut Context<Self>,
+    ) -> ResponseFuture<Result<(), KvReplyError>> {
+        let Some(sync) = self.etcd() else {
+            return Box::pin(async { Ok(()) });
+        };
+        let Some(session) = &sync.session else {
+            self.save_failures += 1;
+            return Box::pin(async {
+                Err(KvReplyError::StoreUnavailable(
+                    "not connected to etcd (reconnecting); nothing was changed".into(),
+                ))
+            });
+        };
+        let marker = sync.keys.namespace(&namespace);
+        let target = sync.keys.value(&namespace, &key);
+        let write = match &change {
+            Change::Put(Some(value)) => TxnOp::put(target.clone(), value.clone(), None),
+            Change::Put(None) | Change::Delete => TxnOp::delete(target.clone(), None),
+        };
+        let txn = match &change {
+            // A put creates the namespace's marker too, if it is missing.
+            Change::Put(_) => Txn::new()
+                .when([Compare::version(marker.clone(), CompareOp::Greater, 0)])
+                .and_then([write.clone()])
+                .or_else([TxnOp::put(marker, "", None), write]),
+            Change::Delete => Txn::new().and_then([write]),
+        };
+        let mut kv = session
+            .client
+            .kv_client()
+            .max_decoding_message_size(MAX_MESSAGE);
+        let (tx, rx) = oneshot::channel();
+        let writing = async move { within(kv.txn(txn)).await };
+        ctx.spawn(writing.into_actor(self).map(move |answer, act, _| {
+            let outcome = match answer {
+                Ok(answer) => {
+                    let revision = answer.header().map(|h| h.revision());
+                    let Self {
+                        tables, backend, ..
+                    } = &mut *act;
+                    if let Backend::Etcd(sync) = backend {
+                        sync.view
+                            .confirmed(tables, &namespace, &key, change, revision);
+                    }
+                    Ok(act.routes_update(&namespace))
+                }
+                Err(failure) => {
+                    act.save_failures += 1;
+                    warn!(namespace = %Clipped(&namespace), key = %Clipped(&key), error = %failure, "KV change not written to etcd");
+                    Err(KvReplyError::StoreUnavailable(failure.of_change()))
+                }
+            };
+            let _ = tx.send(outcome);
+        }));
+        Box::pin(async move {
+            match rx.await {
+                Ok(Ok(routes_updated)) => {
+                    if let Some(updated) = routes_updated {
+                        // Unreachable only while the registry is gone; its supervisor brings it
+                        // back.
+                        let _ = updated.await;
+                    }
+                    Ok(())
+                }
+                Ok(Err(e)) => Err(e),
+                Err(_) => Err(KvReplyError::StoreUnavailable(
+                    "the KV store restarted before etcd answered; the change may or may not be \
+                     in etcd"
+                        .into(),
+                )),
+            }
+        })
+    }
+}
+
+/// Connects and reads everything under the prefix, page by page at one revision.
+async fn open_session(endpoints: Vec<String>, keys: Keys) -> Result<Opened, String> {
+    let options = ConnectOptions::new()
+        .with_connect_timeout(TIMEOUT)
+        // A member cut off from its cluster's leader answers no watch rather than stale ones.
+        .with_require_leader(true);
+    let client = within(Client::connect(&endpoints, Some(options)))
+        .await
+        .map_err(|e| format!("cannot connect to etcd: {e}"))?;
+    let mut kv = client.kv_client().max_decoding_message_size(MAX_MESSAGE);
+    let end = keys.end();
+    let mut from = keys.dir.clone().into_bytes();
+    let mut read = Vec::new();
+    let mut at: Option<(i64, u64)> = None;
+    loop {
+        let mut options = GetOptions::new().with_range(end.clone()).with_limit(PAGE);
+        if let Some((revision, _)) = at {
+            options = options.with_revision(revision);
+        }
+        let mut page = within(kv.get(from.clone(), Some(options)))
+            .await
+            .map_err(|e| format!("cannot read the KV config: {e}"))?;
+        if at.is_none() {
+            let header = page
+                .header()
+                .ok_or("etcd answered the read without a revision")?;
+            at = Some((header.revision(), header.cluster_id()));
+        }
+        let more = page.more();
+        let kvs = page.take_kvs();
+        let last = kvs.last().map(|kv| kv.key().to_vec());
+        read.extend(
+            kvs.into_iter()
+                .map(|kv| (kv.key().to_vec(), kv.value().to_vec())),
+        );
+        match last {
+            Some(mut last) if more => {
+                // The next page starts just after the last key.
+                last.push(0);
+                from = last;
+            }
+            _ => break,
+        }
+    }
+    let (revision, cluster) = at.ok_or("etcd answered no read")?;
+    Ok(Opened {
+        client,
+        revision,
+        cluster,
+        read,
+    })
+}
+
+/// Why a request to etcd failed.
+#[derive(Debug, thiserror::Error)]
+enum Failure {
+    #[error(transparent)]
+    Refused(#[from] etcd_client::Error),
+    #[error("no answer from etcd within {}", humantime::format_duration(TIMEOUT))]
+    TimedOut,
+}
+
+impl Failure {
+    /// What became of a change that failed so: refused, or perhaps applied after all.
+    fn of_change(&self) -> String {
+        match self {
+            Failure::Refused(e) => {
+                format!("etcd did not take the change ({e}); nothing was changed")
+            }
+            Failure::TimedOut => format!(
+                "{self}; the change is not applied here and may or may not have reached etcd \
+                 (read it back)"
+            ),
+        }
+    }
+}
+
+/// `request` within [`TIMEOUT`].
+async fn within<T>(
+    request: impl Future<Output = Result<T, etcd_client::Error>>,
+) -> Result<T, Failure> {
+    match tokio::time::timeout(TIMEOUT, request).await {
+        Ok(answer) => Ok(answer?),
+        Err(_) => Err(Failure::TimedOut),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn namespaces_are_encoded_so_no_two_entries_share_a_key() {
+        let keys = Keys::new("/rmq/kv/");
+        assert_eq!(keys.dir, "/rmq/kv/");
+        assert_eq!(keys.end(), "/rmq/kv0");
+        for namespace in ["", "ns", "a/b", "a%2Fb", "%", "%%2F/", "ü/中"] {
+            let marker = keys.namespace(namespace);
+            assert_eq!(
+                keys.parse(marker.as_bytes()),
+                Some(Entry::Namespace(namespace.to_owned())),
+                "{marker}"
+            );
+            for key in ["", "k", "k/with/slashes", "%2F", "ü"] {
+                let value = keys.value(namespace, key);
+                assert_eq!(
+                    keys.parse(value.as_bytes()),
+                    Some(Entry::Value {
+                        namespace: namespace.to_owned(),
+                        key: key.to_owned()
+                    }),
+                    "{value}"
+                );
+            }
+        }
+        assert_ne!(keys.value("a/b", "c"), keys.value("a", "b/c"));
+        // Not ours: another prefix, a segment we would not have written, not UTF-8.
+        assert_eq!(keys.parse(b"/rmq/kv2/ns"), None);
+        assert_eq!(keys.parse(b"/rmq/kv/a%2fb"), None);
+        assert_eq!(keys.parse(b"/rmq/kv/a%zz/k"), None);
+        assert_eq!(keys.parse(b"/rmq/kv/\xff"), None);
+        assert_eq!(keys.parse(b"/rmq/kv"), None);
+    }
+
+    fn value(tables: &KvTables, key: &str) -> Option<String> {
+        tables.get("ns", key).map(str::to_owned)
+    }
+
+    #[test]
+    fn a_confirmed_change_is_not_undone_by_an_older_event() {
+        let mut view = View::default();
+        let mut tables = KvTables::default();
+        let k = Entry::Value {
+            namespace: "ns".into(),
+            key: "k".into(),
+        };
+        view.event(&mut tables, &k, Some(b"old"), 5);
+        view.caught_up();
+        // Ours, confirmed at 7, before the watch brings 6 (someone else's) and 7.
+        view.confirmed(
+            &mut tables,
+            "ns",
+            "k",
+            Change::Put(Some("ours".into())),
+            Some(7),
+        );
+        assert_eq!(value(&tables, "k").as_deref(), Some("ours"));
+        view.event(&mut tables, &k, Some(b"theirs"), 6);
+        view.caught_up();
+        assert_eq!(value(&tables, "k").as_deref(), Some("ours"));
+        view.event(&mut tables, &k, Some(b"ours"), 7);
+        view.caught_up();
+        assert!(view.ahead.is_empty());
+        // Someone else's later change wins as usual.
+        view.event(&mut tables, &k, None, 8);
+        assert_eq!(value(&tables, "k"), None);
+        // A confirmation the watch already reported (and overtook) changes nothing.
+        view.confirmed(
+            &mut tables,
+            "ns",
+            "k",
+            Change::Put(Some("late".into())),
+            Some(7),
+        );
+        assert_eq!(value(&tables, "k"), None);
+        assert!(view.ahead.is_empty());
+    }
+
+    #[test]
+    fn a_read_replaces_the_view_but_keeps_changes_it_does_not_contain() {
+        let mut view = View::default();
+        let mut tables = KvTables::default();
+        view.confirmed(
+            &mut tables,
+            "ns",
+            "a",
+            Change::Put(Some("1".into())),
+            Some(10),
+        );
+        view.confirmed(&mut tables, "ns", "b", Change::Delete, Some(12));
+        let mut read = KvTables::default();
+        read.put("ns", "b", Some("stale".into()));
+        read.put("other", "x", Some("y".into()));
+        view.loaded(&mut tables, read, 11, 1);
+        // a (10) is in the read, which does not hold it: someone removed it at 11.
+        assert_eq!(value(&tables, "a"), None);
+        // b's removal (12) is newer than the read.
+        assert_eq!(value(&tables, "b"), None);
+        assert_eq!(tables.get("other", "x"), Some("y"));
+        assert_eq!(view.watched, 11);
+        assert_eq!(view.ahead.len(), 1);
+        // Another cluster: its revisions say nothing about ours.
+        view.loaded(&mut tables, KvTables::default(), 3, 2);
+        assert!(view.ahead.is_empty());
+        assert!(tables.namespace("ns").is_none());
+    }
+
+    #[test]
+    fn namespaces_follow_their_markers_and_values() {
+        let mut view = View::default();
+        let mut tables = KvTables::default();
+        let marker = Entry::Namespace("ns".into());
+        let k = Entry::Value {
+            namespace: "ns".into(),
+            key: "k".into(),
+        };
+        view.event(&mut tables, &marker, Some(b""), 1);
+        assert!(tables.namespace("ns").is_some_and(BTreeMap::is_empty));
+        view.event(&mut tables, &k, Some(b"v"), 2);
+        view.event(&mut tables, &k, None, 3);
+        assert!(
+            tables.namespace("ns").is_some(),
+            "emptied namespace is kept"
+        );
+        view.event(&mut tables, &marker, None, 4);
+        assert!(tables.namespace("ns").is_none());
+
+        let keys = Keys::new("/p");
+        let read = vec![
+            (keys.namespace("empty").into_bytes(), Vec::new()),
+            (keys.value("a/b", "k/1").into_bytes(), b"v".to_vec()),
+            (b"/p/bad%".to_vec(), Vec::new()),
+        ];
+        let tables = tables_of(&keys, &read);
+        assert!(tables.namespace("empty").is_some_and(BTreeMap::is_empty));
+        assert_eq!(tables.get("a/b", "k/1"), Some("v"));
+    }
+}
