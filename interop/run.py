@@ -2328,6 +2328,53 @@ def s_diff_java5(ctx):
     check(passed, f"{len(failing)} difference(s) not in the allow list (DIFF/PROTOCOL lines above)", ctx.logs)
 
 
+@scenario("diff-controller5", modes=("ours",))
+def s_diff_controller5(ctx):
+    """The controller codes side by side: the official Java NameServer 5.5.0 with its embedded
+    controller (DLedger, one replica) and ours with the same controller properties (other ports);
+    interop/diff_controller.py sends both controllers the same requests (JSON and ROCKETMQ
+    headers) and compares the answers; PASS when every difference is in its allow list."""
+    if not ISOLATED:
+        # The official Java NameServer 5.x dials its host's address by itself: never outside.
+        raise Fail("needs a loopback-only network namespace (unshare --net), which is not available here")
+    if str(HERE) not in sys.path:
+        sys.path.insert(0, str(HERE))
+    sys.dont_write_bytecode = True  # no interop/__pycache__
+    import diff_controller
+
+    def props(label):
+        # as controller-failover5's single node; both servers get mappedFileSize (ours ignores it)
+        return {**controller_props(ctx, label, {"n0": f"127.0.0.1:{free_port()}"}, "n0"),
+                "mappedFileSize": 16 * 1024 * 1024}
+
+    java_props, ours_props = props("namesrv-java"), props("namesrv-ours")
+    java = ctx._start_java_namesrv("namesrv-java", "5", props=java_props)
+    ctx.logs.append(("namesrv-java controller.log", java.home / "logs" / "rocketmqlogs" / "controller.log"))
+    config = ctx.dir / "namesrv-ours-config" / "namesrv.properties"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    write_properties(config, ours_props)
+    ours = ctx._start_ours("namesrv-ours", config=config)
+    for proc, p in ((java, java_props), (ours, ours_props)):
+        proc.ctl_addr = controller_self_addr(p)
+        wait_until(f"{proc.label}'s controller to accept on {proc.ctl_addr}", 60, 0.3,
+                   lambda: proc.alive() and port_open(proc.ctl_addr) or ctx._dead(proc))
+    lines = []
+
+    def out(text):
+        lines.append(text)
+        for line in text.splitlines():
+            print(f"# {ctx.name}: {line}", flush=True)
+
+    try:
+        passed = diff_controller.run_diff(java.ctl_addr, ours.ctl_addr, java.addr, ours.addr,
+                                          verbose=os.environ.get("INTEROP_DIFF_VERBOSE") == "1", out=out)
+    except TimeoutError as e:
+        raise Fail(str(e), ctx.logs)
+    check(java.alive() and ours.alive(), "a NameServer exited during the differential test", ctx.logs)
+    failing = [line for line in lines if line.startswith(("DIFF ", "PROTOCOL "))]
+    check(passed, f"{len(failing)} difference(s) not in the allow list (DIFF/PROTOCOL lines above)", ctx.logs)
+
+
 # ---------------------------------------------------------------------------------------------
 # the RIP-44 controller (docs/controller.md): NameServers with the embedded controller, 5.x
 # brokers in controller mode, automatic master failover
