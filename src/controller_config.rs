@@ -49,6 +49,9 @@ pub struct ControllerConfig {
     /// leader.
     #[serde(with = "humantime_serde")]
     pub etcd_lease_ttl: Duration,
+    /// Java `configBlackList` of `ControllerConfig`: keys UPDATE_CONTROLLER_CONFIG refuses (a
+    /// properties file's `configBlackList` sets it too, as in Java).
+    pub config_black_list: String,
 }
 
 impl Default for ControllerConfig {
@@ -67,6 +70,7 @@ impl Default for ControllerConfig {
             etcd_endpoints: String::new(),
             etcd_prefix: "/rmq-namesrv/controller".into(),
             etcd_lease_ttl: Duration::from_secs(5),
+            config_black_list: "configBlackList;configStorePath".into(),
         }
     }
 }
@@ -193,7 +197,8 @@ impl ControllerConfig {
 
     /// The settings of the controller actor; `scan` is the heartbeat-expiry scan
     /// (`scanNotActiveBrokerInterval`, shared with the route registry as in Java's file).
-    pub fn settings(&self, scan: Duration, black_list: &str) -> ControllerSettings {
+    pub fn settings(&self, scan: Duration) -> ControllerSettings {
+        let black_list = self.config_black_list.as_str();
         let peers = self
             .peer_list()
             .unwrap_or_default()

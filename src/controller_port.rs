@@ -66,10 +66,7 @@ pub fn start(
     else {
         return Ok(None);
     };
-    let settings = section.settings(
-        config.registry.scan_interval,
-        &config.admin.config_black_list,
-    );
+    let settings = section.settings(config.registry.scan_interval);
     let me = settings.me();
     let etcd = EtcdSettings {
         endpoints: section.etcd_list(),

@@ -396,6 +396,15 @@ pub fn properties_to_toml(
             }
         }
     }
+    // Java reads one properties file into the NameServer's and the controller's settings
+    // alike: its `configBlackList` is both black lists.
+    if let Some(list) = props.get("configBlackList") {
+        set_path(
+            &mut root,
+            "controller.config_black_list",
+            Value::String(list.clone()),
+        );
+    }
     let Value::Table(table) = root else {
         return Ok((toml::Table::new(), extra));
     };

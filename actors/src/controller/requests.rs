@@ -87,8 +87,10 @@ pub fn decode(cmd: &RemotingCommand) -> Result<Call, RemotingCommand> {
     }
     Ok(match cmd.request_code() {
         C::BROKER_HEARTBEAT => {
-            // Java's first check: no broker id, no heartbeat.
-            if cmd.ext("brokerId").is_none_or(str::is_empty) {
+            // Java's first check: no broker id (absent, or not a number, which Java's header
+            // decoder leaves null), no heartbeat.
+            let id = cmd.ext("brokerId").map(|v| v.trim().parse::<i64>());
+            if !matches!(id, Some(Ok(_))) {
                 return Err(RemotingCommand::response(
                     ResponseCode::CONTROLLER_INVALID_REQUEST,
                     Some(remark::HEARTBEAT_WITHOUT_BROKER_ID.to_owned()),
