@@ -173,6 +173,12 @@ async fn the_nameserver_port_refuses_controller_codes_and_metadata_names_the_lea
         (r.code, r.remark.as_deref()),
         (2005, Some("Heart beat with empty brokerId"))
     );
+    // A broker id that is not a number is none, as Java's header decoder leaves it.
+    let r = ctl
+        .request(heartbeat("b", 1, "127.0.0.1:1", 0, 0).with_ext("brokerId", "x"))
+        .await
+        .unwrap();
+    assert_eq!(r.code, 2005, "{r:?}");
 }
 
 #[actix::test]
