@@ -153,15 +153,23 @@ impl NameServer {
         let route_caches: Vec<Recipient<InvalidateRoutes>> =
             keepers.iter().map(|k| k.clone().recipient()).collect();
 
+        // TLS of the server's outbound calls (cluster-test lookups, notifications to brokers).
+        let client_tls = if config.tls.client.enable {
+            Some(rmq_transport::client::client_config(&config.tls.client)?)
+        } else {
+            None
+        };
         let registry_arbiter = Arbiter::new();
         let registry_settings = config.registry.clone();
         let cluster_test = config.cluster_test.enabled;
+        let registry_tls = client_tls.clone();
         let routes = Supervisor::start_in_arbiter(&registry_arbiter.handle(), move |_| {
             RouteRegistry::new(
                 registry_settings.clone(),
                 cluster_test,
                 route_caches.clone(),
             )
+            .with_outbound_tls(registry_tls.clone())
         });
 
         let scan_interval = config.registry.scan_interval;
@@ -192,11 +200,6 @@ impl NameServer {
             RuntimeConfig::new(rc_config.clone(), local_addr, rc_routes.clone().recipient())
         });
 
-        let client_tls = if config.tls.client.enable {
-            Some(rmq_transport::client::client_config(&config.tls.client)?)
-        } else {
-            None
-        };
         let env_tls = client_tls.clone();
         let product_env = config.cluster_test.enabled.then(|| {
             let name = config.cluster_test.product_env_name.clone();
@@ -349,7 +352,11 @@ impl NameServer {
             let mut listeners = vec![listener.clone().recipient()];
             listeners.extend(http.as_ref().map(HttpPort::tls_listener));
             // The controller's port serves the same, reloaded certificate.
-            listeners.extend(controller.as_ref().map(|port| port.listener.clone().recipient()));
+            listeners.extend(
+                controller
+                    .as_ref()
+                    .map(|port| port.listener.clone().recipient()),
+            );
             Supervisor::start(move |_| {
                 let base = base.clone();
                 TlsReloader::new(
