@@ -22,6 +22,6 @@ pub use register::{
     TopicsPayload, TOPICS_PER_STEP,
 };
 pub use tables::{
-    BrokerGroup, LiveBroker, MinIdChange, Queues, RouteChanges, RouteCounters, RouteOptions, RouteTables,
-    DEFAULT_BROKER_EXPIRY, DEFAULT_ROUTE_CACHE_BYTES, SYNC_BROKER_MEMBER_GROUP_PREFIX,
+    BrokerGroup, LiveBroker, MinIdChange, Queues, RouteChanges, RouteCounters, RouteOptions,
+    RouteTables, DEFAULT_BROKER_EXPIRY, DEFAULT_ROUTE_CACHE_BYTES, SYNC_BROKER_MEMBER_GROUP_PREFIX,
 };
