@@ -8,7 +8,9 @@ cd "$(dirname "$0")"
 
 echo "== cargo test (workspace)"
 cargo test --workspace --locked
-bench/soak.sh 60s  # chaos and soak, short: faults injected, nothing may be lost (bench/SOAK.md)
+# Chaos and soak, short: faults injected, nothing may be lost (bench/SOAK.md). On the debug build
+# cargo test just made, so no second optimized build is needed for it.
+SOAK_PROFILE=dev bench/soak.sh 60s
 
 echo "== release build for the interop suite"
 cargo build --release --locked

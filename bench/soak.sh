@@ -8,6 +8,7 @@
 #   bench/soak.sh                 # 10 minutes
 #   bench/soak.sh 60s             # the short run of test-all.sh
 #   bench/soak.sh 2h --seed 42    # longer; options after the duration go to rmq-soak (--help)
+#   SOAK_PROFILE=dev bench/soak.sh 60s   # with the debug build (what test-all.sh runs)
 #
 # Everything runs on 127.0.0.1 with ephemeral ports. The servers are killed on any exit; the
 # working directory (KV files, server logs) is kept when the run fails.
@@ -19,7 +20,15 @@ if [ "$#" -gt 0 ]; then
     shift
 fi
 
-bin="${CARGO_TARGET_DIR:-target}/soak"
+# The cargo profile: `soak` (release code with debug assertions, the default) or `dev` (the
+# debug build `cargo test` already made: the short run of test-all.sh, which then builds nothing
+# optimized a second time). Both answer the FAULT_INJECTION code the run needs.
+profile="${SOAK_PROFILE:-soak}"
+case "$profile" in
+    soak) bin="${CARGO_TARGET_DIR:-target}/soak" ;;
+    dev) bin="${CARGO_TARGET_DIR:-target}/debug" ;;
+    *) echo "soak: SOAK_PROFILE must be soak or dev, not $profile" >&2; exit 2 ;;
+esac
 work=""
 build=""
 driver=""
@@ -61,8 +70,8 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-echo "== soak $duration: build (cargo profile soak: release with debug assertions)"
-cargo build --profile soak --locked -p rmq-namesrv -p rmq-bench --bin rmq-namesrv --bin rmq-soak &
+echo "== soak $duration: build (cargo profile $profile, with debug assertions)"
+cargo build --profile "$profile" --locked -p rmq-namesrv -p rmq-bench --bin rmq-namesrv --bin rmq-soak &
 build=$!
 wait "$build"
 build=""
