@@ -1,7 +1,7 @@
 //! A throwaway single-member etcd for tests, std only: started on two free 127.0.0.1 ports with a
 //! fresh data directory, ready (its `/health` answers) within [`READY_LIMIT`], killed by PID and
-//! its directory removed on drop. The controller's store tests in the actors crate carry the same
-//! starter (`actors/src/controller/etcd/tests/server.rs`); keep the two alike.
+//! its directory removed on drop. The controller's store tests in the actors crate include this
+//! file too (`#[path]` in `actors/src/controller/etcd/tests.rs`): std only, no `support` items.
 //!
 //! A missing `etcd` binary fails the test that asked for one, saying so: a test of failover that
 //! silently skips proves nothing. `ETCD_BIN` names another binary than the `etcd` on `PATH`.

@@ -2,6 +2,8 @@
 //! is bounded: an event that does not come within [`WAIT`] fails the test.
 
 #[allow(dead_code)] // the same starter as the integration tests', not all of it used here
+// The integration tests' etcd starter, one copy for both crates.
+#[path = "../../../../tests/support/etcd.rs"]
 mod server;
 
 use std::collections::{BTreeMap, BTreeSet};
