@@ -610,7 +610,10 @@ impl NameServerHandle {
     pub async fn stop(self) {
         let _ = self.accepting.send(false);
         if let Some(wait) = self.drain {
-            let told = self.housekeeping.send(DrainAll).await.unwrap_or(0);
+            let mut told = self.housekeeping.send(DrainAll).await.unwrap_or(0);
+            if let Some((_, controller, _)) = &self.controller {
+                told += controller.send(DrainAll).await.unwrap_or(0);
+            }
             info!(connections = told, wait = ?wait, "draining: 5.x clients are answered GO_AWAY");
             tokio::time::sleep(wait).await;
             info!(

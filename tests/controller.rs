@@ -729,3 +729,21 @@ async fn a_leader_that_loses_etcd_stops_serving_and_serves_again_when_it_is_back
     assert_eq!(r.code, 0, "{r:?}");
     server.stop().await;
 }
+
+#[actix::test]
+async fn a_draining_server_sends_its_controller_peers_away_too() {
+    let dir = test_dir("ctl-drain");
+    let mut config = controller_config(&dir);
+    config.server.shutdown_gracefully = true;
+    config.server.shutdown_wait = Duration::from_secs(1);
+    let server = start_server(config);
+    let mut ctl = controller(&server).await;
+    let mut metadata = RemotingCommand::request(RequestCode::CONTROLLER_GET_METADATA_INFO);
+    metadata.version = 513; // 5.5.0: a peer that understands GO_AWAY
+    assert_eq!(ctl.request(metadata.clone()).await.unwrap().code, 0);
+    let stopping = actix::spawn(server.stop());
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let r = ctl.request(metadata).await.unwrap();
+    assert_eq!(r.code, 1500, "GO_AWAY during the drain: {r:?}");
+    stopping.await.unwrap();
+}

@@ -27,7 +27,7 @@ use rmq_protocol::{RemotingCommand, ResponseCode};
 use rustls::ClientConfig;
 use tracing::{info, warn};
 
-use crate::messages::{CloseAll, CloseConnection, ConnectionClosed, ConnectionOpened};
+use crate::messages::{CloseAll, CloseConnection, ConnectionClosed, ConnectionOpened, DrainAll};
 use crate::response::system_error;
 use crate::route::ConnId;
 use heartbeats::{Heartbeats, Lost};
@@ -514,6 +514,19 @@ impl Handler<CloseAll> for Controller {
             close.do_send(CloseConnection::Close {
                 reason: "server stopping",
             });
+        }
+        self.connections.len()
+    }
+}
+
+impl Handler<DrainAll> for Controller {
+    type Result = usize;
+
+    /// The server drains (`server.shutdown_gracefully`): the controller's connections answer
+    /// GO_AWAY to 5.x peers as the NameServer port's do; answers how many were told.
+    fn handle(&mut self, _: DrainAll, _: &mut Context<Self>) -> usize {
+        for close in self.connections.values() {
+            close.do_send(CloseConnection::Drain);
         }
         self.connections.len()
     }
