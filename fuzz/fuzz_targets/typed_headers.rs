@@ -1,7 +1,8 @@
-//! Every typed request and response header (custom_headers.rs) read from the ext fields of one
-//! command. The input is `key=value` lines, turned into a ROCKETMQ header and decoded (see
-//! `rmq_fuzz::command_from_lines`). Each header that reads must write ext fields that read back
-//! to the same header.
+//! Every typed request and response header (custom_headers.rs, controller/headers.rs) read from
+//! the ext fields of one command. The input is `key=value` lines, turned into a ROCKETMQ header
+//! and decoded (see `rmq_fuzz::command_from_lines`). Each header that reads must write ext
+//! fields that read back to the same header. The same command is also read as each controller
+//! request (the controller port's decoder), which may refuse it but never panic.
 #![no_main]
 
 use std::fmt::Debug;
@@ -13,6 +14,16 @@ use rmq_protocol::custom_headers::{
     GetKvConfigHeader, GetKvListByNamespaceHeader, GetRouteInfoHeader, GetTopicsByClusterHeader,
     PutKvConfigHeader, QueryDataVersionHeader, RegisterBrokerHeader, RegisterBrokerResponseHeader,
     RegisterTopicHeader,
+};
+use rmq_namesrv::actors::controller::requests;
+use rmq_protocol::controller::{
+    AlterSyncStateSetHeader, AlterSyncStateSetResponseHeader, ApplyBrokerIdHeader,
+    ApplyBrokerIdResponseHeader, CleanBrokerDataHeader, ElectMasterHeader,
+    ElectMasterResponseHeader, GetMetadataResponseHeader, GetNextBrokerIdHeader,
+    GetNextBrokerIdResponseHeader, GetReplicaInfoHeader, GetReplicaInfoResponseHeader,
+    NotifyBrokerRoleChangedHeader, NotifyMinBrokerIdChangeHeader,
+    RegisterBrokerToControllerHeader, RegisterBrokerToControllerResponseHeader,
+    CONTROLLER_CODES,
 };
 use rmq_protocol::RemotingCommand;
 
@@ -45,4 +56,28 @@ fuzz_target!(|data: &[u8]| {
     check::<GetRouteInfoHeader>(&cmd);
     check::<BrokerHeartbeatHeader>(&cmd);
     check::<RegisterBrokerResponseHeader>(&cmd);
+    check::<AlterSyncStateSetHeader>(&cmd);
+    check::<AlterSyncStateSetResponseHeader>(&cmd);
+    check::<ElectMasterHeader>(&cmd);
+    check::<ElectMasterResponseHeader>(&cmd);
+    check::<RegisterBrokerToControllerHeader>(&cmd);
+    check::<RegisterBrokerToControllerResponseHeader>(&cmd);
+    check::<GetReplicaInfoHeader>(&cmd);
+    check::<GetReplicaInfoResponseHeader>(&cmd);
+    check::<GetMetadataResponseHeader>(&cmd);
+    check::<NotifyBrokerRoleChangedHeader>(&cmd);
+    check::<CleanBrokerDataHeader>(&cmd);
+    check::<GetNextBrokerIdHeader>(&cmd);
+    check::<GetNextBrokerIdResponseHeader>(&cmd);
+    check::<ApplyBrokerIdHeader>(&cmd);
+    check::<ApplyBrokerIdResponseHeader>(&cmd);
+    check::<NotifyMinBrokerIdChangeHeader>(&cmd);
+    if let Ok(h) = CleanBrokerDataHeader::decode(&cmd) {
+        let _ = h.ids_to_clean();
+    }
+    for code in CONTROLLER_CODES {
+        let mut request = cmd.clone();
+        request.code = code.0;
+        let _ = requests::decode(&request);
+    }
 });

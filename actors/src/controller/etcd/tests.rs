@@ -1,8 +1,8 @@
 //! The etcd store against a real etcd (one per test, on 127.0.0.1; see [`server`]). Every wait
 //! is bounded: an event that does not come within [`WAIT`] fails the test.
 
-#[allow(dead_code)] // the same starter as the integration tests', not all of it used here
-// The integration tests' etcd starter, one copy for both crates.
+// The integration tests' etcd starter, one copy for both crates (not all of it used here).
+#[allow(dead_code)]
 #[path = "../../../../tests/support/etcd.rs"]
 mod server;
 
