@@ -8,6 +8,7 @@
 //! are its own requests, triggered by a closed connection, an expired heartbeat or the periodic
 //! sweep; their outcome is announced to the brokers ([`notify`]).
 
+mod elect;
 pub mod etcd;
 pub mod file_store;
 pub mod heartbeats;
