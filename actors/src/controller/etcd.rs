@@ -28,27 +28,24 @@ use std::time::Duration;
 
 use actix::prelude::*;
 use etcd_client::{
-    Client, Compare, CompareOp, ConnectOptions, GetOptions, GetResponse, KeyValue, KvClient,
+    Client, Compare, CompareOp, ConnectOptions, GetOptions, GetResponse, KeyValue,
     LeaseKeepAliveStream, LeaseKeeper, PutOptions, Txn, TxnOp, WatchOptions, WatchResponse,
     WatchStream,
 };
-use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 use tracing::{debug, info, warn};
 
 use super::replicas::BrokerSet;
 use super::store::{Commit, LeaderInfo, Revision, StoreError, StoreEvent};
 
+mod settings;
+mod txn;
+
 #[cfg(test)]
 mod tests;
 
-/// The default key prefix: one etcd cluster may serve several NameServer clusters, each under a
-/// prefix of its own.
-pub const DEFAULT_PREFIX: &str = "/rmq-namesrv/controller";
-
-/// The shortest lease accepted. etcd refuses leases below about 1.5 s with its default election
-/// timeout, and a lease renewed every third of its life needs some room for one slow round trip.
-pub const MIN_LEASE_TTL: Duration = Duration::from_secs(2);
+pub use settings::{EtcdSettings, DEFAULT_PREFIX, MIN_LEASE_TTL};
+use txn::{commit, OurLeaderKey};
 
 /// The first wait before starting over, doubled on each failure up to [`MAX_BACKOFF`] and reset
 /// once a session has renewed its lease (one that fails right after opening, for a reason that
@@ -58,84 +55,6 @@ const FIRST_BACKOFF: Duration = Duration::from_millis(200);
 /// The longest wait before starting over: long enough not to hammer an etcd that is down, short
 /// enough that a NameServer is back in the election seconds after etcd is.
 const MAX_BACKOFF: Duration = Duration::from_secs(3);
-
-/// The `[controller.etcd]` settings. No endpoints means etcd is not used (a single controller
-/// keeps its state in a local file instead).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct EtcdSettings {
-    /// etcd client addresses, `host:port` or `http://host:port` (TLS to etcd is not supported
-    /// yet).
-    pub endpoints: Vec<String>,
-    /// Every key of this controller cluster lives under it.
-    pub prefix: String,
-    /// The life of this node's lease, which the leader key is attached to: a leader that stops
-    /// renewing it (crash, partition) is replaced this long after its last renewal. etcd counts
-    /// whole seconds: a fraction is rounded up.
-    #[serde(with = "humantime_serde")]
-    pub lease_ttl: Duration,
-    /// The limit of each request to etcd (connect, read, transaction, lease grant).
-    #[serde(with = "humantime_serde")]
-    pub timeout: Duration,
-}
-
-impl Default for EtcdSettings {
-    fn default() -> Self {
-        EtcdSettings {
-            endpoints: Vec::new(),
-            prefix: DEFAULT_PREFIX.to_owned(),
-            lease_ttl: Duration::from_secs(5),
-            timeout: Duration::from_secs(3),
-        }
-    }
-}
-
-impl EtcdSettings {
-    /// Whether etcd is configured at all.
-    pub fn enabled(&self) -> bool {
-        !self.endpoints.is_empty()
-    }
-
-    /// Checks the settings; the error names the bad key.
-    pub fn validate(&self) -> Result<(), String> {
-        for endpoint in &self.endpoints {
-            if endpoint.is_empty() || endpoint.chars().any(char::is_whitespace) {
-                return Err(format!(
-                    "controller.etcd.endpoints: {endpoint:?} is not an etcd address \
-                     (host:port or http://host:port)"
-                ));
-            }
-            if endpoint.starts_with("https://") {
-                return Err(format!(
-                    "controller.etcd.endpoints: {endpoint}: TLS to etcd is not supported yet \
-                     (use host:port or http://host:port)"
-                ));
-            }
-        }
-        if self.prefix.trim_end_matches('/').is_empty() {
-            return Err(format!(
-                "controller.etcd.prefix: must not be empty (e.g. {DEFAULT_PREFIX})"
-            ));
-        }
-        if self.lease_ttl < MIN_LEASE_TTL {
-            return Err(format!(
-                "controller.etcd.lease_ttl: {} is below the minimum of {}",
-                humantime::format_duration(self.lease_ttl),
-                humantime::format_duration(MIN_LEASE_TTL)
-            ));
-        }
-        if self.timeout.is_zero() {
-            return Err("controller.etcd.timeout: must be above 0".to_owned());
-        }
-        Ok(())
-    }
-
-    /// The lease TTL as etcd takes it: whole seconds, rounded up.
-    fn ttl_seconds(&self) -> i64 {
-        let whole = self.lease_ttl.as_secs() + u64::from(self.lease_ttl.subsec_nanos() > 0);
-        i64::try_from(whole).unwrap_or(i64::MAX)
-    }
-}
 
 /// The keys under the prefix.
 #[derive(Debug, Clone)]
@@ -613,73 +532,6 @@ impl Handler<Commit> for EtcdStore {
         let key = self.keys.set(&msg.name);
         Box::pin(commit(kv, key, ours, msg, self.settings.timeout))
     }
-}
-
-/// The leader key as this node created it: a commit requires it unchanged.
-struct OurLeaderKey {
-    key: String,
-    /// Its create revision: a key deleted (lease expired or revoked) and created again, by
-    /// anyone, has another one.
-    created: Revision,
-    /// Our lease, which it must still be attached to.
-    lease: i64,
-}
-
-impl OurLeaderKey {
-    fn holds(&self, kv: Option<&KeyValue>) -> bool {
-        kv.is_some_and(|kv| kv.create_revision() == self.created && kv.lease() == self.lease)
-    }
-}
-
-/// One commit: the set's key at `expected` and our leader key still there, in one transaction;
-/// when it fails, which of the two did.
-async fn commit(
-    mut kv: KvClient,
-    key: String,
-    ours: OurLeaderKey,
-    msg: Commit,
-    limit: Duration,
-) -> Result<Revision, StoreError> {
-    let unavailable = StoreError::Unavailable;
-    let set_guard = if msg.expected == 0 {
-        Compare::version(key.clone(), CompareOp::Equal, 0)
-    } else {
-        Compare::mod_revision(key.clone(), CompareOp::Equal, msg.expected)
-    };
-    let created_guard = Compare::create_revision(ours.key.clone(), CompareOp::Equal, ours.created);
-    let lease_guard = Compare::lease(ours.key.clone(), CompareOp::Equal, ours.lease);
-    let write = match &msg.record {
-        Some(record) => {
-            let value = serde_json::to_vec(record)
-                .map_err(|e| unavailable(format!("cannot encode the record: {e}")))?;
-            TxnOp::put(key.clone(), value, None)
-        }
-        None => TxnOp::delete(key.clone(), None),
-    };
-    let txn = Txn::new()
-        .when([set_guard, created_guard, lease_guard])
-        .and_then([write]);
-    let answer = within(limit, kv.txn(txn)).await.map_err(unavailable)?;
-    if answer.succeeded() {
-        return answer
-            .header()
-            .map(|h| h.revision())
-            .ok_or_else(|| unavailable("etcd answered the commit without a revision".into()));
-    }
-    // Which guard failed: the leader key first (a deposed leader must hear NotLeader, not be
-    // invited to retry), then the set's revision now.
-    let holder = within(limit, kv.get(ours.key.clone(), None))
-        .await
-        .map_err(unavailable)?;
-    if !ours.holds(holder.kvs().first()) {
-        return Err(StoreError::NotLeader);
-    }
-    let set = within(limit, kv.get(key, None))
-        .await
-        .map_err(unavailable)?;
-    Err(StoreError::Conflict {
-        current: set.kvs().first().map_or(0, KeyValue::mod_revision),
-    })
 }
 
 /// A record read from etcd, or `None` (logged) when it is not one: the rest of the state is

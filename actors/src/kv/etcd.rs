@@ -29,7 +29,6 @@
 //! reads from its last view and refuses changes. Everything runs as futures on the actor's own
 //! context: no thread ever waits for etcd.
 
-use std::collections::BTreeMap;
 use std::future::Future;
 use std::time::{Duration, Instant};
 
@@ -42,10 +41,19 @@ use rmq_protocol::body::ORDER_TOPIC_CONFIG_NAMESPACE;
 use tokio::sync::oneshot;
 use tracing::{debug, info, warn};
 
-use super::{Backend, Change, KvStore, KvTables};
+use super::{Backend, Change, KvStore};
 use crate::contain::contain_unit;
 use crate::logging::Clipped;
 use crate::messages::KvReplyError;
+
+mod keys;
+mod view;
+
+#[cfg(test)]
+mod tests;
+
+use keys::Keys;
+use view::{tables_of, View};
 
 /// The limit of each request to etcd (connect, read, write, opening the watch).
 const TIMEOUT: Duration = Duration::from_secs(3);
@@ -69,211 +77,6 @@ const PAGE: i64 = 500;
 /// The largest answer (a page of the read, a batch of watch events) accepted; etcd refuses
 /// values above 1.5 MiB by default.
 const MAX_MESSAGE: usize = 64 << 20;
-
-// ---------------------------------------------------------------------------------------------
-// Keys
-
-/// Where a key under the prefix points.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Entry {
-    /// `P/<namespace>`: the namespace exists.
-    Namespace(String),
-    /// `P/<namespace>/<key>`: a value.
-    Value { namespace: String, key: String },
-}
-
-impl Entry {
-    fn namespace(&self) -> &str {
-        match self {
-            Entry::Namespace(namespace) | Entry::Value { namespace, .. } => namespace,
-        }
-    }
-}
-
-/// The keys under the prefix.
-#[derive(Debug, Clone)]
-struct Keys {
-    /// `P/`: what is read and watched (the trailing slash keeps a sibling prefix such as `P2`
-    /// out of the range).
-    dir: String,
-}
-
-impl Keys {
-    fn new(prefix: &str) -> Self {
-        Keys {
-            dir: format!("{}/", prefix.trim_end_matches('/')),
-        }
-    }
-
-    fn namespace(&self, namespace: &str) -> String {
-        format!("{}{}", self.dir, encode(namespace))
-    }
-
-    fn value(&self, namespace: &str, key: &str) -> String {
-        format!("{}{}/{key}", self.dir, encode(namespace))
-    }
-
-    /// The first key after every key under the prefix: the end of the range read.
-    fn end(&self) -> String {
-        // `dir` ends in '/', and the character after '/' is '0'.
-        format!("{}0", self.dir.trim_end_matches('/'))
-    }
-
-    /// What an etcd key is, `None` if it is none of ours (another layout, not UTF-8).
-    fn parse(&self, key: &[u8]) -> Option<Entry> {
-        let rest = key.strip_prefix(self.dir.as_bytes())?;
-        let rest = std::str::from_utf8(rest).ok()?;
-        Some(match rest.split_once('/') {
-            None => Entry::Namespace(decode(rest)?),
-            Some((namespace, key)) => Entry::Value {
-                namespace: decode(namespace)?,
-                key: key.to_owned(),
-            },
-        })
-    }
-}
-
-/// The namespace as a key segment: `%` and `/` escaped, everything else as it is.
-fn encode(namespace: &str) -> String {
-    let mut out = String::with_capacity(namespace.len());
-    for c in namespace.chars() {
-        match c {
-            '%' => out.push_str("%25"),
-            '/' => out.push_str("%2F"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-/// The namespace of a key segment; `None` unless the segment is exactly what [`encode`] makes
-/// (so that two etcd keys never stand for one entry).
-fn decode(segment: &str) -> Option<String> {
-    let mut parts = segment.split('%');
-    let mut out = parts.next().unwrap_or_default().to_owned();
-    for part in parts {
-        if let Some(rest) = part.strip_prefix("25") {
-            out.push('%');
-            out.push_str(rest);
-        } else if let Some(rest) = part.strip_prefix("2F") {
-            out.push('/');
-            out.push_str(rest);
-        } else {
-            return None;
-        }
-    }
-    Some(out)
-}
-
-// ---------------------------------------------------------------------------------------------
-// The view: pure rules, no I/O
-
-/// A confirmed change the watch has not reported yet.
-#[derive(Debug, Clone)]
-struct Ahead {
-    revision: i64,
-    change: Change,
-}
-
-/// How the memory view follows etcd (see the module docs); no I/O, tested without etcd.
-#[derive(Debug, Default)]
-struct View {
-    /// Every change up to this revision is in the view (read or watched).
-    watched: i64,
-    /// The cluster the view was read from: a different one (etcd replaced) has other revisions.
-    cluster: Option<u64>,
-    /// Confirmed changes above `watched`, by (namespace, key).
-    ahead: BTreeMap<(String, String), Ahead>,
-}
-
-impl View {
-    /// A change etcd confirmed at `revision` (`None`: the answer carried none): applied unless
-    /// the watch has already reported it.
-    fn confirmed(
-        &mut self,
-        tables: &mut KvTables,
-        namespace: &str,
-        key: &str,
-        change: Change,
-        revision: Option<i64>,
-    ) {
-        if let Some(revision) = revision {
-            if revision <= self.watched {
-                return;
-            }
-            self.ahead.insert(
-                (namespace.to_owned(), key.to_owned()),
-                Ahead {
-                    revision,
-                    change: change.clone(),
-                },
-            );
-        }
-        change.apply(tables, namespace, key);
-    }
-
-    /// The whole state read at `revision` of `cluster`: replaces the view, keeping the confirmed
-    /// changes it does not contain yet.
-    fn loaded(&mut self, tables: &mut KvTables, read: KvTables, revision: i64, cluster: u64) {
-        if self.cluster.is_some_and(|known| known != cluster) {
-            self.ahead.clear();
-        }
-        self.cluster = Some(cluster);
-        self.watched = revision;
-        self.ahead.retain(|_, ahead| ahead.revision > revision);
-        *tables = read;
-        for ((namespace, key), ahead) in &self.ahead {
-            ahead.change.apply(tables, namespace, key);
-        }
-    }
-
-    /// One watched event at `revision`: `value` `None` for a removal.
-    fn event(&mut self, tables: &mut KvTables, entry: &Entry, value: Option<&[u8]>, revision: i64) {
-        self.watched = self.watched.max(revision);
-        match (entry, value) {
-            (Entry::Namespace(namespace), Some(_)) => tables.ensure_namespace(namespace),
-            (Entry::Namespace(namespace), None) => tables.remove_namespace_if_empty(namespace),
-            (Entry::Value { namespace, key }, value) => {
-                let id = (namespace.clone(), key.clone());
-                if self.ahead.get(&id).is_some_and(|a| a.revision > revision) {
-                    return;
-                }
-                match value {
-                    Some(value) => tables.put(namespace, key, Some(text(value))),
-                    None => tables.delete(namespace, key),
-                }
-            }
-        }
-    }
-
-    /// After a watch answer: confirmed changes it covers are no longer ahead.
-    fn caught_up(&mut self) {
-        let watched = self.watched;
-        self.ahead.retain(|_, ahead| ahead.revision > watched);
-    }
-}
-
-/// A value as text (we store UTF-8; anything else, written by another tool, is shown lossily).
-fn text(value: &[u8]) -> String {
-    String::from_utf8_lossy(value).into_owned()
-}
-
-/// The tables a range read holds.
-fn tables_of(keys: &Keys, read: &[(Vec<u8>, Vec<u8>)]) -> KvTables {
-    let mut tables = KvTables::default();
-    for (key, value) in read {
-        match keys.parse(key) {
-            Some(Entry::Namespace(namespace)) => tables.ensure_namespace(&namespace),
-            Some(Entry::Value { namespace, key }) => {
-                tables.put(&namespace, &key, Some(text(value)))
-            }
-            None => {
-                warn!(key = %String::from_utf8_lossy(key), "KV store (etcd): not a KV key; ignored")
-            }
-        }
-    }
-    tables
-}
 
 // ---------------------------------------------------------------------------------------------
 // The actor's side
@@ -802,147 +605,5 @@ async fn within<T>(
     match tokio::time::timeout(TIMEOUT, request).await {
         Ok(answer) => Ok(answer?),
         Err(_) => Err(Failure::TimedOut),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn namespaces_are_encoded_so_no_two_entries_share_a_key() {
-        let keys = Keys::new("/rmq/kv/");
-        assert_eq!(keys.dir, "/rmq/kv/");
-        assert_eq!(keys.end(), "/rmq/kv0");
-        for namespace in ["", "ns", "a/b", "a%2Fb", "%", "%%2F/", "ü/中"] {
-            let marker = keys.namespace(namespace);
-            assert_eq!(
-                keys.parse(marker.as_bytes()),
-                Some(Entry::Namespace(namespace.to_owned())),
-                "{marker}"
-            );
-            for key in ["", "k", "k/with/slashes", "%2F", "ü"] {
-                let value = keys.value(namespace, key);
-                assert_eq!(
-                    keys.parse(value.as_bytes()),
-                    Some(Entry::Value {
-                        namespace: namespace.to_owned(),
-                        key: key.to_owned()
-                    }),
-                    "{value}"
-                );
-            }
-        }
-        assert_ne!(keys.value("a/b", "c"), keys.value("a", "b/c"));
-        // Not ours: another prefix, a segment we would not have written, not UTF-8.
-        assert_eq!(keys.parse(b"/rmq/kv2/ns"), None);
-        assert_eq!(keys.parse(b"/rmq/kv/a%2fb"), None);
-        assert_eq!(keys.parse(b"/rmq/kv/a%zz/k"), None);
-        assert_eq!(keys.parse(b"/rmq/kv/\xff"), None);
-        assert_eq!(keys.parse(b"/rmq/kv"), None);
-    }
-
-    fn value(tables: &KvTables, key: &str) -> Option<String> {
-        tables.get("ns", key).map(str::to_owned)
-    }
-
-    #[test]
-    fn a_confirmed_change_is_not_undone_by_an_older_event() {
-        let mut view = View::default();
-        let mut tables = KvTables::default();
-        let k = Entry::Value {
-            namespace: "ns".into(),
-            key: "k".into(),
-        };
-        view.event(&mut tables, &k, Some(b"old"), 5);
-        view.caught_up();
-        // Ours, confirmed at 7, before the watch brings 6 (someone else's) and 7.
-        view.confirmed(
-            &mut tables,
-            "ns",
-            "k",
-            Change::Put(Some("ours".into())),
-            Some(7),
-        );
-        assert_eq!(value(&tables, "k").as_deref(), Some("ours"));
-        view.event(&mut tables, &k, Some(b"theirs"), 6);
-        view.caught_up();
-        assert_eq!(value(&tables, "k").as_deref(), Some("ours"));
-        view.event(&mut tables, &k, Some(b"ours"), 7);
-        view.caught_up();
-        assert!(view.ahead.is_empty());
-        // Someone else's later change wins as usual.
-        view.event(&mut tables, &k, None, 8);
-        assert_eq!(value(&tables, "k"), None);
-        // A confirmation the watch already reported (and overtook) changes nothing.
-        view.confirmed(
-            &mut tables,
-            "ns",
-            "k",
-            Change::Put(Some("late".into())),
-            Some(7),
-        );
-        assert_eq!(value(&tables, "k"), None);
-        assert!(view.ahead.is_empty());
-    }
-
-    #[test]
-    fn a_read_replaces_the_view_but_keeps_changes_it_does_not_contain() {
-        let mut view = View::default();
-        let mut tables = KvTables::default();
-        view.confirmed(
-            &mut tables,
-            "ns",
-            "a",
-            Change::Put(Some("1".into())),
-            Some(10),
-        );
-        view.confirmed(&mut tables, "ns", "b", Change::Delete, Some(12));
-        let mut read = KvTables::default();
-        read.put("ns", "b", Some("stale".into()));
-        read.put("other", "x", Some("y".into()));
-        view.loaded(&mut tables, read, 11, 1);
-        // a (10) is in the read, which does not hold it: someone removed it at 11.
-        assert_eq!(value(&tables, "a"), None);
-        // b's removal (12) is newer than the read.
-        assert_eq!(value(&tables, "b"), None);
-        assert_eq!(tables.get("other", "x"), Some("y"));
-        assert_eq!(view.watched, 11);
-        assert_eq!(view.ahead.len(), 1);
-        // Another cluster: its revisions say nothing about ours.
-        view.loaded(&mut tables, KvTables::default(), 3, 2);
-        assert!(view.ahead.is_empty());
-        assert!(tables.namespace("ns").is_none());
-    }
-
-    #[test]
-    fn namespaces_follow_their_markers_and_values() {
-        let mut view = View::default();
-        let mut tables = KvTables::default();
-        let marker = Entry::Namespace("ns".into());
-        let k = Entry::Value {
-            namespace: "ns".into(),
-            key: "k".into(),
-        };
-        view.event(&mut tables, &marker, Some(b""), 1);
-        assert!(tables.namespace("ns").is_some_and(BTreeMap::is_empty));
-        view.event(&mut tables, &k, Some(b"v"), 2);
-        view.event(&mut tables, &k, None, 3);
-        assert!(
-            tables.namespace("ns").is_some(),
-            "emptied namespace is kept"
-        );
-        view.event(&mut tables, &marker, None, 4);
-        assert!(tables.namespace("ns").is_none());
-
-        let keys = Keys::new("/p");
-        let read = vec![
-            (keys.namespace("empty").into_bytes(), Vec::new()),
-            (keys.value("a/b", "k/1").into_bytes(), b"v".to_vec()),
-            (b"/p/bad%".to_vec(), Vec::new()),
-        ];
-        let tables = tables_of(&keys, &read);
-        assert!(tables.namespace("empty").is_some_and(BTreeMap::is_empty));
-        assert_eq!(tables.get("a/b", "k/1"), Some("v"));
     }
 }
