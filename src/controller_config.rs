@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use rmq_actors::controller::ControllerSettings;
-use rmq_actors::settings::InvalidSetting;
+use rmq_actors::settings::{check_etcd_endpoints, etcd_endpoint_list, InvalidSetting};
 use serde::{Deserialize, Serialize};
 
 /// The `[controller]` section.
@@ -118,12 +118,7 @@ impl ControllerConfig {
 
     /// etcd's endpoints, trimmed, empty entries dropped.
     pub fn etcd_list(&self) -> Vec<String> {
-        self.etcd_endpoints
-            .split([',', ';'])
-            .map(str::trim)
-            .filter(|e| !e.is_empty())
-            .map(str::to_owned)
-            .collect()
+        etcd_endpoint_list(&self.etcd_endpoints)
     }
 
     /// This node's controller address, when the controller is on.
@@ -154,6 +149,7 @@ impl ControllerConfig {
         if self.etcd_lease_ttl < Duration::from_secs(2) {
             return Err(invalid("controller.etcd_lease_ttl", "must be at least 2s"));
         }
+        check_etcd_endpoints("controller.etcd_endpoints", &self.etcd_list())?;
         let peers = self.peer_list()?;
         if !self.enabled {
             return Ok(());

@@ -354,12 +354,7 @@ impl Default for KvSettings {
 impl KvSettings {
     /// etcd's endpoints, trimmed, empty entries dropped.
     pub fn etcd_endpoint_list(&self) -> Vec<String> {
-        self.etcd_endpoints
-            .split([',', ';'])
-            .map(str::trim)
-            .filter(|e| !e.is_empty())
-            .map(str::to_owned)
-            .collect()
+        etcd_endpoint_list(&self.etcd_endpoints)
     }
 
     /// Checks ranges the types cannot express.
@@ -374,20 +369,7 @@ impl KvSettings {
             return Err(invalid("kv.config_store_path", "must not be empty"));
         }
         let endpoints = self.etcd_endpoint_list();
-        for endpoint in &endpoints {
-            if endpoint.chars().any(char::is_whitespace) {
-                return Err(invalid(
-                    "kv.etcd_endpoints",
-                    format!("{endpoint:?} is not an etcd address (host:port)"),
-                ));
-            }
-            if endpoint.starts_with("https://") {
-                return Err(invalid(
-                    "kv.etcd_endpoints",
-                    format!("{endpoint}: TLS to etcd is not supported (use host:port)"),
-                ));
-            }
-        }
+        check_etcd_endpoints("kv.etcd_endpoints", &endpoints)?;
         if self.backend == KvBackend::Etcd && endpoints.is_empty() {
             return Err(invalid(
                 "kv.etcd_endpoints",
@@ -404,6 +386,36 @@ impl KvSettings {
         }
         Ok(())
     }
+}
+
+/// etcd client addresses of a setting (`kv.etcd_endpoints`, `controller.etcd_endpoints`):
+/// `host:port` separated by `,` or `;`, trimmed, empty entries dropped.
+pub fn etcd_endpoint_list(text: &str) -> Vec<String> {
+    text.split([',', ';'])
+        .map(str::trim)
+        .filter(|e| !e.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Refuses, naming `key`, an etcd address with spaces in it or one asking for TLS (not
+/// supported).
+pub fn check_etcd_endpoints(key: &'static str, endpoints: &[String]) -> Result<(), InvalidSetting> {
+    for endpoint in endpoints {
+        if endpoint.chars().any(char::is_whitespace) {
+            return Err(invalid(
+                key,
+                format!("{endpoint:?} is not an etcd address (host:port)"),
+            ));
+        }
+        if endpoint.starts_with("https://") {
+            return Err(invalid(
+                key,
+                format!("{endpoint}: TLS to etcd is not supported (use host:port)"),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Expands a leading `~/` to the home directory (Java's `${user.home}`).
