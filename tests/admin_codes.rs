@@ -13,29 +13,6 @@ use rmq_namesrv::tools::broker::FakeBroker;
 use rmq_namesrv::tools::client::Client;
 use support::*;
 
-fn put_kv(ns: &str, key: &str, value: &str) -> RemotingCommand {
-    RemotingCommand::request(RequestCode::PUT_KV_CONFIG)
-        .with_ext("namespace", ns)
-        .with_ext("key", key)
-        .with_ext("value", value)
-}
-
-fn get_kv(ns: &str, key: &str) -> RemotingCommand {
-    RemotingCommand::request(RequestCode::GET_KV_CONFIG)
-        .with_ext("namespace", ns)
-        .with_ext("key", key)
-}
-
-fn delete_kv(ns: &str, key: &str) -> RemotingCommand {
-    RemotingCommand::request(RequestCode::DELETE_KV_CONFIG)
-        .with_ext("namespace", ns)
-        .with_ext("key", key)
-}
-
-fn kv_list(ns: &str) -> RemotingCommand {
-    RemotingCommand::request(RequestCode::GET_KVLIST_BY_NAMESPACE).with_ext("namespace", ns)
-}
-
 fn topics_of(resp: &RemotingCommand) -> Vec<String> {
     let list: TopicList = fastjson::from_slice(resp.body_bytes()).expect("TopicList body");
     list.topic_list.into_iter().collect()

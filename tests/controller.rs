@@ -504,7 +504,10 @@ fn several_controllers_without_etcd_are_refused_naming_the_key() {
     config.controller.self_id = "n0".into();
     config.controller.etcd_endpoints = "https://127.0.0.1:2379".into();
     let err = config.validate().unwrap_err().to_string();
-    assert!(err.contains("controller.etcd_endpoints") && err.contains("TLS"), "{err}");
+    assert!(
+        err.contains("controller.etcd_endpoints") && err.contains("TLS"),
+        "{err}"
+    );
 }
 
 /// Two NameServers' controllers sharing one etcd (started here from the OS package).

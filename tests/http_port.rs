@@ -62,13 +62,6 @@ async fn metrics(server: &NameServerHandle) -> String {
     body
 }
 
-fn put_kv(ns: &str, key: &str, value: &str) -> RemotingCommand {
-    RemotingCommand::request(RequestCode::PUT_KV_CONFIG)
-        .with_ext("namespace", ns)
-        .with_ext("key", key)
-        .with_ext("value", value)
-}
-
 #[actix::test]
 async fn every_metric_moves_when_its_event_happens() {
     let server = start_server(http_config());

@@ -36,29 +36,6 @@ fn etcd_config(etcd: &Etcd, prefix: &str) -> Config {
     config
 }
 
-fn put_kv(ns: &str, key: &str, value: &str) -> RemotingCommand {
-    RemotingCommand::request(RequestCode::PUT_KV_CONFIG)
-        .with_ext("namespace", ns)
-        .with_ext("key", key)
-        .with_ext("value", value)
-}
-
-fn get_kv(ns: &str, key: &str) -> RemotingCommand {
-    RemotingCommand::request(RequestCode::GET_KV_CONFIG)
-        .with_ext("namespace", ns)
-        .with_ext("key", key)
-}
-
-fn delete_kv(ns: &str, key: &str) -> RemotingCommand {
-    RemotingCommand::request(RequestCode::DELETE_KV_CONFIG)
-        .with_ext("namespace", ns)
-        .with_ext("key", key)
-}
-
-fn kv_list(ns: &str) -> RemotingCommand {
-    RemotingCommand::request(RequestCode::GET_KVLIST_BY_NAMESPACE).with_ext("namespace", ns)
-}
-
 /// Puts until the server answers SUCCESS (it connects to etcd after it starts); fails the test
 /// after `limit` with the last answer.
 async fn put_when_connected(conn: &mut Client, request: RemotingCommand, limit: Duration) {

@@ -79,6 +79,30 @@ pub fn route_request(topic: &str) -> RemotingCommand {
     RemotingCommand::request(RequestCode::GET_ROUTEINFO_BY_TOPIC).with_ext("topic", topic)
 }
 
+/// The KV requests as Java's admin tools send them.
+pub fn put_kv(ns: &str, key: &str, value: &str) -> RemotingCommand {
+    RemotingCommand::request(RequestCode::PUT_KV_CONFIG)
+        .with_ext("namespace", ns)
+        .with_ext("key", key)
+        .with_ext("value", value)
+}
+
+pub fn get_kv(ns: &str, key: &str) -> RemotingCommand {
+    RemotingCommand::request(RequestCode::GET_KV_CONFIG)
+        .with_ext("namespace", ns)
+        .with_ext("key", key)
+}
+
+pub fn delete_kv(ns: &str, key: &str) -> RemotingCommand {
+    RemotingCommand::request(RequestCode::DELETE_KV_CONFIG)
+        .with_ext("namespace", ns)
+        .with_ext("key", key)
+}
+
+pub fn kv_list(ns: &str) -> RemotingCommand {
+    RemotingCommand::request(RequestCode::GET_KVLIST_BY_NAMESPACE).with_ext("namespace", ns)
+}
+
 pub fn body_text(resp: &RemotingCommand) -> String {
     String::from_utf8(resp.body_bytes().to_vec()).expect("UTF-8 body")
 }
