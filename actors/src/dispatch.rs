@@ -11,10 +11,10 @@ use actix::prelude::*;
 use rmq_protocol::body::{DataVersion, TopicRouteData};
 use rmq_protocol::code::version;
 use rmq_protocol::custom_headers::{
-    BrokerHeartbeatHeader, BrokerIdentityHeader, BrokerNameHeader, CommandHeader,
-    DeleteKvConfigHeader, DeleteTopicHeader, ExtReader, GetBrokerMemberGroupHeader,
-    GetKvConfigHeader, GetKvListByNamespaceHeader, GetTopicsByClusterHeader, HeaderFieldError,
-    PutKvConfigHeader, QueryDataVersionHeader, RegisterTopicHeader, ZONE_MODE, ZONE_NAME,
+    BrokerHeartbeatHeader, BrokerIdentityHeader, BrokerNameHeader, DeleteKvConfigHeader,
+    DeleteTopicHeader, ExtReader, GetBrokerMemberGroupHeader, GetKvConfigHeader,
+    GetKvListByNamespaceHeader, GetTopicsByClusterHeader, PutKvConfigHeader,
+    QueryDataVersionHeader, RegisterTopicHeader, ZONE_MODE, ZONE_NAME,
 };
 use rmq_protocol::fastjson::{self, JsonStyle};
 use rmq_protocol::{RemotingCommand, RequestCode};
@@ -26,7 +26,8 @@ use crate::kv::KvStore;
 use crate::limits::Limits;
 use crate::messages::*;
 use crate::registry::RouteRegistry;
-use crate::response::{not_supported, system_error, IntoResponse};
+use crate::response::read_header;
+use crate::response::{not_supported, small_body, system_error, IntoResponse};
 use crate::route::{BrokerInstance, ConnId, Unregistration};
 use crate::route_cache::{CacheId, WorkerCache};
 
@@ -280,28 +281,6 @@ fn route_query(cmd: &RemotingCommand, to: &Services, out: &mut impl Responder) {
         }
         Ok(reply)
     });
-}
-
-/// Reads a custom header; a missing or unparsable required field is a SYSTEM_ERROR naming it.
-pub fn read_header<H: CommandHeader>(cmd: &RemotingCommand) -> Result<H, RemotingCommand> {
-    H::decode(cmd).map_err(|e: HeaderFieldError| system_error(e.to_string()))
-}
-
-/// Largest body of the requests whose body is read on the connection's thread or by an actor:
-/// a DataVersion, a topic route, a runtime update are a few KiB; a body of megabytes would hold
-/// up every connection of the thread (or the actor) while it is parsed. REGISTER_BROKER bodies,
-/// the only large ones, are decoded on the blocking pool (registration.rs).
-pub const MAX_SMALL_BODY_BYTES: usize = 1 << 20;
-
-/// Refuses a body over [`MAX_SMALL_BODY_BYTES`] with a SYSTEM_ERROR saying so.
-fn small_body(cmd: &RemotingCommand, what: &str) -> Result<(), RemotingCommand> {
-    let len = cmd.body_bytes().len();
-    if len > MAX_SMALL_BODY_BYTES {
-        return Err(system_error(format!(
-            "{what} body of {len} bytes exceeds {MAX_SMALL_BODY_BYTES}"
-        )));
-    }
-    Ok(())
 }
 
 /// Reads a JSON body of type `T` (named `what` in the error), `None` without a body.

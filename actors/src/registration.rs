@@ -30,10 +30,10 @@ use rmq_protocol::custom_headers::{ExtReader, RegisterBrokerHeader};
 use rmq_protocol::{ExtFields, RemotingCommand};
 use tracing::warn;
 
-use crate::dispatch::read_header;
 use crate::limits::{InflationLease, Limit, Limits, Refused, ReserveInflation};
 use crate::messages::{RegisterBroker, RegisterBrokerReply};
 use crate::registry::RouteRegistry;
+use crate::response::read_header;
 use crate::response::{overloaded, system_error, IntoResponse};
 use crate::route::{ConnId, NeedTopics, Registration, TopicSummary, TopicTable, TopicsPayload};
 

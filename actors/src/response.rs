@@ -3,7 +3,7 @@
 //! and serialize type.
 
 use rmq_protocol::body::to_json;
-use rmq_protocol::custom_headers::{CommandHeader, RegisterBrokerResponseHeader};
+use rmq_protocol::custom_headers::{CommandHeader, HeaderFieldError, RegisterBrokerResponseHeader};
 use rmq_protocol::fastjson::JsonStyle;
 use rmq_protocol::{ExtFields, RemotingCommand, ResponseCode};
 
@@ -25,6 +25,28 @@ pub trait IntoResponse {
 /// SYSTEM_ERROR with a remark.
 pub fn system_error(remark: impl Into<String>) -> RemotingCommand {
     RemotingCommand::response(ResponseCode::SYSTEM_ERROR, Some(remark.into()))
+}
+
+/// Reads a custom header; a missing or unparsable required field is a SYSTEM_ERROR naming it.
+pub fn read_header<H: CommandHeader>(cmd: &RemotingCommand) -> Result<H, RemotingCommand> {
+    H::decode(cmd).map_err(|e: HeaderFieldError| system_error(e.to_string()))
+}
+
+/// Largest body of the requests whose body is read on the connection's thread or by an actor:
+/// a DataVersion, a topic route, a runtime update are a few KiB; a body of megabytes would hold
+/// up every connection of the thread (or the actor) while it is parsed. REGISTER_BROKER bodies,
+/// the only large ones, are decoded on the blocking pool (registration.rs).
+pub const MAX_SMALL_BODY_BYTES: usize = 1 << 20;
+
+/// Refuses a body over [`MAX_SMALL_BODY_BYTES`] with a SYSTEM_ERROR saying so.
+pub fn small_body(cmd: &RemotingCommand, what: &str) -> Result<(), RemotingCommand> {
+    let len = cmd.body_bytes().len();
+    if len > MAX_SMALL_BODY_BYTES {
+        return Err(system_error(format!(
+            "{what} body of {len} bytes exceeds {MAX_SMALL_BODY_BYTES}"
+        )));
+    }
+    Ok(())
 }
 
 /// SYSTEM_BUSY with Java 5.x's "[OVERLOAD]" prefix: a request shed by a limit

@@ -8,14 +8,9 @@ use rmq_protocol::controller::{
     CleanBrokerDataHeader, ControllerBody, ElectMasterHeader, GetNextBrokerIdHeader,
     GetReplicaInfoHeader, RegisterBrokerToControllerHeader, SyncStateSet,
 };
-use rmq_protocol::custom_headers::CommandHeader;
 use rmq_protocol::{RemotingCommand, RequestCode, ResponseCode};
 
-use crate::response::{not_supported, system_error};
-
-/// Largest body a controller request may have: a SyncStateSet, a list of broker names or a
-/// configuration update are a few KiB.
-pub const MAX_BODY_BYTES: usize = 1 << 20;
+use crate::response::{not_supported, read_header, small_body, system_error};
 
 /// One controller request, read.
 #[derive(Debug, Clone)]
@@ -68,10 +63,6 @@ impl Call {
     }
 }
 
-fn header<H: CommandHeader>(cmd: &RemotingCommand) -> Result<H, RemotingCommand> {
-    H::decode(cmd).map_err(|e| system_error(e.to_string()))
-}
-
 fn body<B: ControllerBody>(cmd: &RemotingCommand) -> Result<B, RemotingCommand> {
     B::decode(cmd.body.as_deref()).map_err(|e| system_error(e.to_string()))
 }
@@ -79,12 +70,8 @@ fn body<B: ControllerBody>(cmd: &RemotingCommand) -> Result<B, RemotingCommand> 
 /// Reads `cmd` into its [`Call`]; the error is the answer.
 pub fn decode(cmd: &RemotingCommand) -> Result<Call, RemotingCommand> {
     use RequestCode as C;
-    let len = cmd.body_bytes().len();
-    if len > MAX_BODY_BYTES {
-        return Err(system_error(format!(
-            "controller request body of {len} bytes exceeds {MAX_BODY_BYTES}"
-        )));
-    }
+    // A SyncStateSet, a list of broker names or a configuration update are a few KiB.
+    small_body(cmd, "controller request")?;
     Ok(match cmd.request_code() {
         C::BROKER_HEARTBEAT => {
             // Java's first check: no broker id (absent, or not a number, which Java's header
@@ -96,16 +83,16 @@ pub fn decode(cmd: &RemotingCommand) -> Result<Call, RemotingCommand> {
                     Some(remark::HEARTBEAT_WITHOUT_BROKER_ID.to_owned()),
                 ));
             }
-            Call::Heartbeat(header(cmd)?)
+            Call::Heartbeat(read_header(cmd)?)
         }
         C::CONTROLLER_ALTER_SYNC_STATE_SET => {
             // The body first: one that is not JSON is SYSTEM_ERROR even on a follower.
             let set = body::<SyncStateSet>(cmd)?;
-            Call::AlterSyncStateSet(header(cmd)?, set)
+            Call::AlterSyncStateSet(read_header(cmd)?, set)
         }
-        C::CONTROLLER_ELECT_MASTER => Call::ElectMaster(header(cmd)?),
-        C::CONTROLLER_REGISTER_BROKER => Call::RegisterBroker(header(cmd)?),
-        C::CONTROLLER_GET_REPLICA_INFO => Call::ReplicaInfo(header(cmd)?),
+        C::CONTROLLER_ELECT_MASTER => Call::ElectMaster(read_header(cmd)?),
+        C::CONTROLLER_REGISTER_BROKER => Call::RegisterBroker(read_header(cmd)?),
+        C::CONTROLLER_GET_REPLICA_INFO => Call::ReplicaInfo(read_header(cmd)?),
         C::CONTROLLER_GET_METADATA_INFO => Call::Metadata,
         C::CONTROLLER_GET_SYNC_STATE_DATA => match cmd.body.as_deref() {
             None | Some([]) => Call::SyncStateData(None),
@@ -116,9 +103,9 @@ pub fn decode(cmd: &RemotingCommand) -> Result<Call, RemotingCommand> {
         },
         C::UPDATE_CONTROLLER_CONFIG => Call::UpdateConfig(cmd.body.clone().unwrap_or_default()),
         C::GET_CONTROLLER_CONFIG => Call::GetConfig,
-        C::CLEAN_BROKER_DATA => Call::CleanBrokerData(header(cmd)?),
-        C::CONTROLLER_GET_NEXT_BROKER_ID => Call::NextBrokerId(header(cmd)?),
-        C::CONTROLLER_APPLY_BROKER_ID => Call::ApplyBrokerId(header(cmd)?),
+        C::CLEAN_BROKER_DATA => Call::CleanBrokerData(read_header(cmd)?),
+        C::CONTROLLER_GET_NEXT_BROKER_ID => Call::NextBrokerId(read_header(cmd)?),
+        C::CONTROLLER_APPLY_BROKER_ID => Call::ApplyBrokerId(read_header(cmd)?),
         _ => return Err(not_supported(cmd.code)),
     })
 }
