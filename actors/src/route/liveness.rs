@@ -184,6 +184,8 @@ impl RouteTables {
         let mut removed: BTreeSet<BrokerName> = BTreeSet::new();
         let mut reduced: BTreeSet<BrokerName> = BTreeSet::new();
         let mut filters_changed = false;
+        // Groups that lost their smallest id, with the address that went (the last one wins).
+        let mut min_lost: BTreeMap<BrokerName, BrokerAddr> = BTreeMap::new();
         for request in requests {
             let instance = BrokerInstance {
                 cluster: request.cluster.clone(),
@@ -197,14 +199,7 @@ impl RouteTables {
                 group.addrs.retain(|_, addr| *addr != request.addr);
                 group_emptied = group.addrs.is_empty();
                 if was_min && !group_emptied {
-                    // The group's addresses once every request is applied are what is told.
-                    self.min_id_changes.retain(|c| c.name != request.name);
-                    self.min_id_changes.push(MinIdChange {
-                        name: request.name.clone(),
-                        addrs: BTreeMap::new(),
-                        offline: Some(request.addr.clone()),
-                        ha: None,
-                    });
+                    min_lost.insert(request.name.clone(), request.addr.clone());
                 }
             }
             info!(broker = %request.name, id = request.id, addr = %request.addr, cluster = %request.cluster, was_live, "broker unregistered");
@@ -221,21 +216,21 @@ impl RouteTables {
                 reduced.insert(request.name.clone());
             }
         }
-        for change in &mut self.min_id_changes {
-            if change.offline.is_some() && change.addrs.is_empty() {
-                if let Some(group) = self.brokers.get(change.name.as_str()) {
-                    change.addrs.clone_from(&group.addrs);
-                }
+        // Only groups of acting-master brokers are told of a removal, with their addresses once
+        // every request is applied (Java).
+        for (name, offline) in min_lost {
+            let Some(group) = self.brokers.get(name.as_str()) else {
+                continue;
+            };
+            if group.enable_acting_master && !group.addrs.is_empty() {
+                self.min_id_changes.push(MinIdChange {
+                    name,
+                    addrs: group.addrs.clone(),
+                    offline: Some(offline),
+                    ha: None,
+                });
             }
         }
-        // Only groups of acting-master brokers are told of a removal (Java).
-        let brokers = &self.brokers;
-        self.min_id_changes.retain(|c| {
-            c.offline.is_none()
-                || brokers
-                    .get(c.name.as_str())
-                    .is_some_and(|g| g.enable_acting_master && !c.addrs.is_empty())
-        });
         if filters_changed {
             self.invalidate_all();
         }
