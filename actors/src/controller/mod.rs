@@ -273,23 +273,17 @@ impl Controller {
             change,
             elected,
         } = decision;
-        let commit = change.map(|c| {
+        let commit = change.as_ref().map(|c| {
             let send = self.store.send(Commit {
                 name: c.name.clone(),
                 expected: c.expected,
                 record: c.record.clone(),
             });
-            (c, async move {
-                tokio::time::timeout(COMMIT_TIMEOUT, send).await
-            })
+            tokio::time::timeout(COMMIT_TIMEOUT, send)
         });
-        let (change, pending) = match commit {
-            Some((c, fut)) => (Some(c), Some(fut)),
-            None => (None, None),
-        };
         async move {
-            match pending {
-                Some(fut) => Some(fut.await),
+            match commit {
+                Some(commit) => Some(commit.await),
                 None => None,
             }
         }
@@ -376,7 +370,7 @@ impl Controller {
             self.settings.elect_unclean,
             &self.heartbeats.at(live_now),
         );
-        let fut = self.carry_out(decision).map(move |response, act, ctx| {
+        let fut = self.carry_out(decision).map(move |response, _, ctx| {
             let code = response.response_code();
             if code != ResponseCode::SUCCESS && code != ResponseCode::CONTROLLER_MASTER_STILL_EXIST
             {
@@ -388,7 +382,6 @@ impl Controller {
                     });
                 }
             }
-            let _ = act;
         });
         ctx.wait(fut);
     }
