@@ -22,6 +22,7 @@ const ACTORS: Ladder = Ladder {
             "contain",
             "file_watch",
             "outbound",
+            "etcd_call",
         ],
         &["settings"],
         &["messages"],

@@ -23,20 +23,19 @@
 //! longer one: stepping down early is harmless, serving as a leader on a lease that may be gone
 //! is not.
 
-use std::future::Future;
 use std::time::Duration;
 
 use actix::prelude::*;
 use etcd_client::{
-    Client, Compare, CompareOp, ConnectOptions, GetOptions, GetResponse, KeyValue,
-    LeaseKeepAliveStream, LeaseKeeper, PutOptions, Txn, TxnOp, WatchOptions, WatchResponse,
-    WatchStream,
+    Client, Compare, CompareOp, GetOptions, GetResponse, KeyValue, LeaseKeepAliveStream,
+    LeaseKeeper, PutOptions, Txn, TxnOp, WatchOptions, WatchResponse, WatchStream,
 };
 use tokio::time::Instant;
 use tracing::{debug, info, warn};
 
 use super::replicas::BrokerSet;
 use super::store::{Commit, LeaderInfo, Revision, StoreError, StoreEvent};
+use crate::etcd_call::{connect, within, FIRST_BACKOFF, MAX_BACKOFF};
 
 mod settings;
 mod txn;
@@ -46,15 +45,6 @@ mod tests;
 
 pub use settings::{EtcdSettings, DEFAULT_PREFIX, MIN_LEASE_TTL};
 use txn::{commit, OurLeaderKey};
-
-/// The first wait before starting over, doubled on each failure up to [`MAX_BACKOFF`] and reset
-/// once a session has renewed its lease (one that fails right after opening, for a reason that
-/// stays, does not start over five times a second).
-const FIRST_BACKOFF: Duration = Duration::from_millis(200);
-
-/// The longest wait before starting over: long enough not to hammer an etcd that is down, short
-/// enough that a NameServer is back in the election seconds after etcd is.
-const MAX_BACKOFF: Duration = Duration::from_secs(3);
 
 /// The keys under the prefix.
 #[derive(Debug, Clone)]
@@ -570,13 +560,7 @@ async fn open_session(
     stale_lease: Option<i64>,
 ) -> Result<Opened, String> {
     let limit = settings.timeout;
-    let options = ConnectOptions::new()
-        .with_connect_timeout(limit)
-        // A member cut off from its cluster's leader answers no watch rather than stale ones.
-        .with_require_leader(true);
-    let client = within(limit, Client::connect(&settings.endpoints, Some(options)))
-        .await
-        .map_err(|e| format!("cannot connect to etcd: {e}"))?;
+    let client = connect(&settings.endpoints, limit).await?;
     let mut leases = client.lease_client();
     if let Some(stale) = stale_lease {
         if let Err(e) = within(limit, leases.revoke(stale)).await {
@@ -643,19 +627,4 @@ async fn renew(
         }
     };
     (keeper, stream, renewed)
-}
-
-/// `request` within `limit`, its error as text.
-async fn within<T>(
-    limit: Duration,
-    request: impl Future<Output = Result<T, etcd_client::Error>>,
-) -> Result<T, String> {
-    match tokio::time::timeout(limit, request).await {
-        Ok(Ok(answer)) => Ok(answer),
-        Ok(Err(e)) => Err(e.to_string()),
-        Err(_) => Err(format!(
-            "no answer from etcd within {}",
-            humantime::format_duration(limit)
-        )),
-    }
 }

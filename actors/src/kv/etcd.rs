@@ -29,13 +29,12 @@
 //! reads from its last view and refuses changes. Everything runs as futures on the actor's own
 //! context: no thread ever waits for etcd.
 
-use std::future::Future;
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 use etcd_client::{
-    Client, Compare, CompareOp, ConnectOptions, GetOptions, Txn, TxnOp, WatchOptions,
-    WatchRequestSender, WatchResponse, WatchResponseStream,
+    Client, Compare, CompareOp, GetOptions, Txn, TxnOp, WatchOptions, WatchRequestSender,
+    WatchResponse, WatchResponseStream,
 };
 use rmq_protocol::body::ORDER_TOPIC_CONFIG_NAMESPACE;
 use tokio::sync::oneshot;
@@ -43,6 +42,7 @@ use tracing::{debug, info, warn};
 
 use super::{Backend, Change, KvStore};
 use crate::contain::contain_unit;
+use crate::etcd_call::{connect, within, EtcdFailure, FIRST_BACKOFF, MAX_BACKOFF};
 use crate::logging::Clipped;
 use crate::messages::KvReplyError;
 
@@ -57,14 +57,6 @@ use view::{tables_of, View};
 
 /// The limit of each request to etcd (connect, read, write, opening the watch).
 const TIMEOUT: Duration = Duration::from_secs(3);
-
-/// The first wait before starting over, doubled on each failure up to [`MAX_BACKOFF`] and reset
-/// once a watch answers.
-const FIRST_BACKOFF: Duration = Duration::from_millis(200);
-
-/// The longest wait before starting over: long enough not to hammer an etcd that is down, short
-/// enough that the KV is writable again seconds after etcd is back.
-const MAX_BACKOFF: Duration = Duration::from_secs(3);
 
 /// How often the watch is asked for a progress report. A watch whose connection died without a
 /// word (a frozen etcd, a lost network) says nothing either; one that does not answer within
@@ -287,7 +279,7 @@ impl KvStore {
         let dir = sync.keys.dir.clone();
         let generation = sync.generation;
         let options = WatchOptions::new().with_prefix().with_start_revision(from);
-        let opening = async move { within(watches.watch(dir, Some(options))).await };
+        let opening = async move { within(TIMEOUT, watches.watch(dir, Some(options))).await };
         let watch = ctx.spawn(opening.into_actor(self).map(move |stream, act, ctx| {
             if act.etcd_generation() != Some(generation) {
                 return;
@@ -410,7 +402,7 @@ impl KvStore {
             return;
         };
         let sending = async move {
-            let sent = within(requests.request_progress()).await;
+            let sent = within(TIMEOUT, requests.request_progress()).await;
             (requests, sent)
         };
         let probe = ctx.spawn(
@@ -478,7 +470,7 @@ impl KvStore {
             .kv_client()
             .max_decoding_message_size(MAX_MESSAGE);
         let (tx, rx) = oneshot::channel();
-        let writing = async move { within(kv.txn(txn)).await };
+        let writing = async move { within(TIMEOUT, kv.txn(txn)).await };
         ctx.spawn(writing.into_actor(self).map(move |answer, act, _| {
             let outcome = match answer {
                 Ok(answer) => {
@@ -495,7 +487,7 @@ impl KvStore {
                 Err(failure) => {
                     act.save_failures += 1;
                     warn!(namespace = %Clipped(&namespace), key = %Clipped(&key), error = %failure, "KV change not written to etcd");
-                    Err(KvReplyError::StoreUnavailable(failure.of_change()))
+                    Err(KvReplyError::StoreUnavailable(change_failed(&failure)))
                 }
             };
             let _ = tx.send(outcome);
@@ -523,13 +515,7 @@ impl KvStore {
 
 /// Connects and reads everything under the prefix, page by page at one revision.
 async fn open_session(endpoints: Vec<String>, keys: Keys) -> Result<Opened, String> {
-    let options = ConnectOptions::new()
-        .with_connect_timeout(TIMEOUT)
-        // A member cut off from its cluster's leader answers no watch rather than stale ones.
-        .with_require_leader(true);
-    let client = within(Client::connect(&endpoints, Some(options)))
-        .await
-        .map_err(|e| format!("cannot connect to etcd: {e}"))?;
+    let client = connect(&endpoints, TIMEOUT).await?;
     let mut kv = client.kv_client().max_decoding_message_size(MAX_MESSAGE);
     let end = keys.end();
     let mut from = keys.dir.clone().into_bytes();
@@ -540,7 +526,7 @@ async fn open_session(endpoints: Vec<String>, keys: Keys) -> Result<Opened, Stri
         if let Some((revision, _)) = at {
             options = options.with_revision(revision);
         }
-        let mut page = within(kv.get(from.clone(), Some(options)))
+        let mut page = within(TIMEOUT, kv.get(from.clone(), Some(options)))
             .await
             .map_err(|e| format!("cannot read the KV config: {e}"))?;
         if at.is_none() {
@@ -574,36 +560,15 @@ async fn open_session(endpoints: Vec<String>, keys: Keys) -> Result<Opened, Stri
     })
 }
 
-/// Why a request to etcd failed.
-#[derive(Debug, thiserror::Error)]
-enum Failure {
-    #[error(transparent)]
-    Refused(#[from] etcd_client::Error),
-    #[error("no answer from etcd within {}", humantime::format_duration(TIMEOUT))]
-    TimedOut,
-}
-
-impl Failure {
-    /// What became of a change that failed so: refused, or perhaps applied after all.
-    fn of_change(&self) -> String {
-        match self {
-            Failure::Refused(e) => {
-                format!("etcd did not take the change ({e}); nothing was changed")
-            }
-            Failure::TimedOut => format!(
-                "{self}; the change is not applied here and may or may not have reached etcd \
-                 (read it back)"
-            ),
+/// What became of a change that failed so: refused, or perhaps applied after all.
+fn change_failed(failure: &EtcdFailure) -> String {
+    match failure {
+        EtcdFailure::Refused(e) => {
+            format!("etcd did not take the change ({e}); nothing was changed")
         }
-    }
-}
-
-/// `request` within [`TIMEOUT`].
-async fn within<T>(
-    request: impl Future<Output = Result<T, etcd_client::Error>>,
-) -> Result<T, Failure> {
-    match tokio::time::timeout(TIMEOUT, request).await {
-        Ok(answer) => Ok(answer?),
-        Err(_) => Err(Failure::TimedOut),
+        EtcdFailure::TimedOut(_) => format!(
+            "{failure}; the change is not applied here and may or may not have reached etcd \
+             (read it back)"
+        ),
     }
 }

@@ -5,7 +5,7 @@ use std::time::Duration;
 use etcd_client::{Compare, CompareOp, KeyValue, KvClient, Txn, TxnOp};
 
 use super::super::store::{Commit, Revision, StoreError};
-use super::within;
+use crate::etcd_call::within;
 
 /// The leader key as this node created it: a commit requires it unchanged.
 pub(super) struct OurLeaderKey {
@@ -51,7 +51,9 @@ pub(super) async fn commit(
     let txn = Txn::new()
         .when([set_guard, created_guard, lease_guard])
         .and_then([write]);
-    let answer = within(limit, kv.txn(txn)).await.map_err(unavailable)?;
+    let answer = within(limit, kv.txn(txn))
+        .await
+        .map_err(|e| unavailable(e.to_string()))?;
     if answer.succeeded() {
         return answer
             .header()
@@ -62,13 +64,13 @@ pub(super) async fn commit(
     // invited to retry), then the set's revision now.
     let holder = within(limit, kv.get(ours.key.clone(), None))
         .await
-        .map_err(unavailable)?;
+        .map_err(|e| unavailable(e.to_string()))?;
     if !ours.holds(holder.kvs().first()) {
         return Err(StoreError::NotLeader);
     }
     let set = within(limit, kv.get(key, None))
         .await
-        .map_err(unavailable)?;
+        .map_err(|e| unavailable(e.to_string()))?;
     Err(StoreError::Conflict {
         current: set.kvs().first().map_or(0, KeyValue::mod_revision),
     })
