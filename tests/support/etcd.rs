@@ -211,7 +211,8 @@ fn free_ports() -> (u16, u16) {
     ports
 }
 
-fn unique() -> u64 {
+/// A number no other call in this process got (for directory names).
+pub fn unique() -> u64 {
     use std::sync::atomic::{AtomicU64, Ordering};
     static NEXT: AtomicU64 = AtomicU64::new(0);
     NEXT.fetch_add(1, Ordering::Relaxed)
@@ -220,21 +221,24 @@ fn unique() -> u64 {
 /// Removes the directories of earlier test processes that are gone (killed before their drop).
 fn remove_stale_dirs() {
     static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
-            return;
+    ONCE.call_once(|| remove_dirs_of_gone_processes("rmq-namesrv-etcd-"));
+}
+
+/// Removes the temp-dir entries named `<prefix><pid>-...` whose process is gone.
+pub fn remove_dirs_of_gone_processes(prefix: &str) {
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name
+            .strip_prefix(prefix)
+            .and_then(|rest| rest.split('-').next())
+        else {
+            continue;
         };
-        for entry in entries.flatten() {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let Some(pid) = name
-                .strip_prefix("rmq-namesrv-etcd-")
-                .and_then(|rest| rest.split('-').next())
-            else {
-                continue;
-            };
-            if !std::path::Path::new("/proc").join(pid).exists() {
-                let _ = std::fs::remove_dir_all(entry.path());
-            }
+        if !std::path::Path::new("/proc").join(pid).exists() {
+            let _ = std::fs::remove_dir_all(entry.path());
         }
-    });
+    }
 }

@@ -8,6 +8,7 @@ pub mod pki;
 
 use std::time::Duration;
 
+use etcd::unique;
 use rmq_namesrv::config::Config;
 use rmq_namesrv::protocol::{RemotingCommand, RequestCode};
 use rmq_namesrv::tools::client::Client;
@@ -18,23 +19,7 @@ pub const TIMEOUT: Duration = Duration::from_secs(5);
 /// Removes the KV directories earlier test processes left behind (their PID is gone), once.
 fn remove_stale_dirs() {
     static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
-            return;
-        };
-        for entry in entries.flatten() {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let Some(pid) = name
-                .strip_prefix("rmq-namesrv-test-")
-                .and_then(|rest| rest.split('-').next())
-            else {
-                continue;
-            };
-            if !std::path::Path::new("/proc").join(pid).exists() {
-                let _ = std::fs::remove_dir_all(entry.path());
-            }
-        }
-    });
+    ONCE.call_once(|| etcd::remove_dirs_of_gone_processes("rmq-namesrv-test-"));
 }
 
 /// A configuration for tests: loopback, a private KV file, one worker, no machine TLS file.
@@ -53,12 +38,6 @@ pub fn test_config() -> Config {
     // Hermetic: never pick up a machine's /etc/rocketmq/tls.properties.
     config.tls.config_file = None;
     config
-}
-
-fn unique() -> u64 {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
 /// Starts a server on a listener bound to 127.0.0.1:0 before the server sees it.
