@@ -385,12 +385,14 @@ ALLOWED_DIFFERENCES = [
 ]
 
 
-def classify(diffs):
+def classify(diffs, allowed=None):
+    """Marks each difference with the first entry of `allowed` (default: this file's
+    ALLOWED_DIFFERENCES) whose predicate accepts it."""
     groups = {}
     for d in diffs:
         groups.setdefault((d.stype, d.step), []).append(d)
     for d in diffs:
-        for ident, pred, _ in ALLOWED_DIFFERENCES:
+        for ident, pred, _ in (ALLOWED_DIFFERENCES if allowed is None else allowed):
             try:
                 if pred(d, groups[(d.stype, d.step)]):
                     d.allowed = ident

@@ -219,20 +219,6 @@ ALLOWED_DIFFERENCES = [
 ]
 
 
-def classify(diffs):
-    groups = {}
-    for d in diffs:
-        groups.setdefault((d.stype, d.step), []).append(d)
-    for d in diffs:
-        for ident, pred, _ in ALLOWED_DIFFERENCES:
-            try:
-                if pred(d, groups[(d.stype, d.step)]):
-                    d.allowed = ident
-                    break
-            except Exception:  # a predicate must never break the report
-                pass
-
-
 # ---------------------------------------------------------------------------------------------
 # request builders
 
@@ -567,7 +553,7 @@ def run_diff(java_ctl, ours_ctl, java_ns=None, ours_ns=None, verbose=False, out=
         if ns is not None:
             ns.close()
     elapsed = time.monotonic() - t0
-    classify(r.diffs)
+    diff.classify(r.diffs, ALLOWED_DIFFERENCES)
     return report(r, elapsed, out)
 
 
