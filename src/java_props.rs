@@ -90,9 +90,7 @@ impl BlackList {
             || lower.starts_with("tls.")
             || lower.starts_with("access.")
             || lower.starts_with("acl")
-            || ["path", "file", "dir", "home"]
-                .iter()
-                .any(|w| lower.contains(w))
+            || rmq_actors::settings::names_a_location(key)
     }
 }
 

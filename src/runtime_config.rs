@@ -45,10 +45,82 @@ impl RuntimeConfig {
         }
     }
 
+    /// GET_NAMESRV_CONFIG's body.
     fn properties_text(&self) -> String {
         let props = config_to_properties(&self.config, self.bound);
         properties::format(props.iter().map(|(k, v)| (k.as_str(), v.as_str())))
     }
+
+    /// Checks an UPDATE_NAMESRV_CONFIG body and builds what it leads to: the new configuration
+    /// and the text of the config store file. Nothing changes when it is refused.
+    fn prepare(&self, body: &[u8]) -> Result<Prepared, ConfigUpdateError> {
+        let text = String::from_utf8_lossy(body);
+        let props = properties::parse(&text).map_err(|_| ConfigUpdateError::Unparsable)?;
+        for (key, value) in &props {
+            if let Some(c) = properties::control_char(key).or(properties::control_char(value)) {
+                warn!(key = %Clipped(key), "config update refused: a control character");
+                return Err(ConfigUpdateError::Invalid {
+                    key: key.clone(),
+                    reason: format!(
+                        "{c:?}: a line break or control character has no place in a setting"
+                    ),
+                });
+            }
+        }
+        if let Some(key) = props.keys().find(|k| self.black_list.contains(k)) {
+            warn!(key = %Clipped(key), "config update refused: black-listed key");
+            return Err(ConfigUpdateError::BlackListed { key: key.clone() });
+        }
+        let (updated, restart_needed) =
+            apply_update(&self.config, &props).map_err(|err| {
+                warn!(error = %err, "config update refused");
+                ConfigUpdateError::Invalid {
+                    key: err.key,
+                    reason: err.reason,
+                }
+            })?;
+        let file = self.checked_file(&updated)?;
+        Ok(Prepared {
+            keys: props.into_keys().collect(),
+            config: updated,
+            restart_needed,
+            file,
+        })
+    }
+
+    /// The config store file of `updated`, checked again on what would be written: it must
+    /// read back as exactly the properties it was written from, and every black-listed key
+    /// must read back as it is now (so no update can plant one for the next start).
+    fn checked_file(&self, updated: &Config) -> Result<String, ConfigUpdateError> {
+        let wanted = config_to_properties(updated, self.bound);
+        let text = properties::store(wanted.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        let read_back = properties::parse(&text).map_err(|_| ConfigUpdateError::Unparsable)?;
+        let now = config_to_properties(&self.config, self.bound);
+        let planted = read_back
+            .iter()
+            .find(|(k, v)| self.black_list.contains(k) && now.get(*k) != Some(*v));
+        if let Some((key, _)) = planted {
+            error!(key = %Clipped(key), "config update refused: it would change a black-listed key in the store file");
+            return Err(ConfigUpdateError::BlackListed { key: key.clone() });
+        }
+        if read_back != wanted {
+            error!("config update refused: the store file would not read back as written");
+            return Err(ConfigUpdateError::Invalid {
+                key: "(config store)".into(),
+                reason: "the configuration would not read back as written".into(),
+            });
+        }
+        Ok(text)
+    }
+}
+
+/// An update ready to take effect.
+struct Prepared {
+    keys: Vec<String>,
+    config: Config,
+    restart_needed: Vec<&'static str>,
+    /// The config store file's new text.
+    file: String,
 }
 
 impl Actor for RuntimeConfig {
@@ -100,33 +172,19 @@ impl Handler<UpdateNamesrvConfig> for RuntimeConfig {
             let Some(body) = msg.body else {
                 return done(Ok(()));
             };
-            let text = String::from_utf8_lossy(&body);
-            let Ok(props) = properties::parse(&text) else {
-                return done(Err(ConfigUpdateError::Unparsable));
+            let prepared = match this.prepare(&body) {
+                Ok(prepared) => prepared,
+                Err(err) => return done(Err(err)),
             };
-            if let Some(key) = props.keys().find(|k| this.black_list.contains(k)) {
-                warn!(key = %Clipped(key), "config update refused: black-listed key");
-                return done(Err(ConfigUpdateError::BlackListed { key: key.clone() }));
-            }
-            let (updated, restart_needed) = match apply_update(&this.config, &props) {
-                Ok(result) => result,
-                Err(err) => {
-                    warn!(error = %err, "config update refused");
-                    return done(Err(ConfigUpdateError::Invalid {
-                        key: err.key,
-                        reason: err.reason,
-                    }));
-                }
-            };
-            if updated.registry != this.config.registry {
+            if prepared.config.registry != this.config.registry {
                 this.apply.do_send(ApplySettings {
-                    settings: updated.registry.clone(),
+                    settings: prepared.config.registry.clone(),
                 });
             }
-            info!(keys = %Clipped(&format!("{:?}", props.keys().collect::<Vec<_>>())), restart_needed = ?restart_needed, "configuration updated");
-            this.config = updated;
+            info!(keys = %Clipped(&format!("{:?}", prepared.keys)), restart_needed = ?prepared.restart_needed, "configuration updated");
+            this.config = prepared.config;
             // Persist while holding the actor (AtomicResponse): updates are written one at a time.
-            let content = this.properties_text().into_bytes();
+            let content = prepared.file.into_bytes();
             let path = this.store_path.clone();
             let write = rmq_actors::background::spawn(move || write_atomically(&path, &content));
             AtomicResponse::new(Box::pin(write.into_actor(this).map(|result, act, _| {

@@ -13,6 +13,10 @@
 
 mod support;
 
+// The surfaces added after the first hostile suite, one module each (tests/adversarial/).
+#[path = "adversarial/mod.rs"]
+mod surfaces;
+
 use std::fmt::Write as _;
 use std::net::SocketAddr;
 use std::time::Duration;

@@ -418,6 +418,16 @@ pub fn check_etcd_endpoints(key: &'static str, endpoints: &[String]) -> Result<(
     Ok(())
 }
 
+/// Whether a configuration key names a place on disk (a file, path, directory or home): no
+/// runtime update may change one, whatever the black list says (CVE-2023-37582 wrote a file
+/// through such a key).
+pub fn names_a_location(key: &str) -> bool {
+    let lower = key.to_ascii_lowercase();
+    ["path", "file", "dir", "home"]
+        .iter()
+        .any(|w| lower.contains(w))
+}
+
 /// Expands a leading `~/` to the home directory (Java's `${user.home}`).
 pub fn expand_home(path: &Path) -> PathBuf {
     match path.strip_prefix("~") {

@@ -3,8 +3,18 @@
 //!
 //! Parsing follows `java.util.Properties.load`: `=`, `:` or whitespace separate key and value;
 //! `#` and `!` start comment lines; a line ending in an odd number of backslashes continues on the
-//! next; `\t \n \f \r \uXXXX` are escapes and any other escaped character stands for itself.
-//! Writing follows `MixAll.properties2String`: `key=value\n` per entry, sorted, no escaping.
+//! next; `\t \n \f \r \uXXXX` are escapes (a UTF-16 surrogate pair of two `\uXXXX` is one
+//! character) and any other escaped character stands for itself.
+//!
+//! Two writers share one escaping rule, and `parse` reads back exactly what either wrote:
+//! - [`store`] writes files as `Properties.store` does: every separator and comment mark escaped,
+//!   in keys and values, non-ASCII as `\uXXXX`. Every properties file the server writes goes
+//!   through it, so no value can become a line of its own (the CVE-2023-37582 kind of injection).
+//! - [`format`] writes response bodies as Java's `MixAll.properties2String` lays them out
+//!   (`key=value\n`, sorted, `=` and `:` left as they are in values, so ordinary configurations
+//!   are byte-identical to Java's), escaping only what would not read back otherwise: line
+//!   breaks, backslashes, leading blanks, separators in keys, non-ASCII (Java's clients read
+//!   the body as ISO-8859-1).
 
 use std::collections::BTreeMap;
 
@@ -25,17 +35,76 @@ pub fn parse(text: &str) -> Result<BTreeMap<String, String>, PropertiesError> {
     Ok(out)
 }
 
-/// Writes entries as `key=value\n`, in key order (Java's `properties2String(props, true)`).
+/// Which writer escapes (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Style {
+    /// A file, as `Properties.store` writes it.
+    File,
+    /// A response body, as `MixAll.properties2String` lays it out.
+    Body,
+}
+
+/// Writes entries as `key=value\n`, in key order: a response body (Java's
+/// `properties2String(props, true)`), escaped only where it would not read back.
 pub fn format<'a>(entries: impl IntoIterator<Item = (&'a str, &'a str)>) -> String {
+    write(entries, Style::Body)
+}
+
+/// Writes entries as `key=value\n`, in key order, escaped as `Properties.store` escapes them:
+/// the text of every properties file the server writes.
+pub fn store<'a>(entries: impl IntoIterator<Item = (&'a str, &'a str)>) -> String {
+    write(entries, Style::File)
+}
+
+fn write<'a>(entries: impl IntoIterator<Item = (&'a str, &'a str)>, style: Style) -> String {
     let sorted: BTreeMap<&str, &str> = entries.into_iter().collect();
     let mut out = String::new();
     for (key, value) in sorted {
-        out.push_str(key);
+        escape_into(&mut out, key, true, style);
         out.push('=');
-        out.push_str(value);
+        escape_into(&mut out, value, false, style);
         out.push('\n');
     }
     out
+}
+
+/// `text` escaped as a key (`is_key`) or a value of `style`, so that [`parse`] (and Java's
+/// `Properties.load`) read back exactly `text`.
+pub fn escape(text: &str, is_key: bool, style: Style) -> String {
+    let mut out = String::with_capacity(text.len());
+    escape_into(&mut out, text, is_key, style);
+    out
+}
+
+fn escape_into(out: &mut String, text: &str, is_key: bool, style: Style) {
+    for (i, c) in text.chars().enumerate() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\t' => out.push_str("\\t"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\x0c' => out.push_str("\\f"),
+            ' ' if is_key || i == 0 => out.push_str("\\ "),
+            '=' | ':' | '#' | '!' if is_key || style == Style::File => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if (' '..='~').contains(&c) => out.push(c),
+            c => {
+                let mut units = [0u16; 2];
+                for unit in c.encode_utf16(&mut units) {
+                    out.push_str(&format!("\\u{unit:04X}"));
+                }
+            }
+        }
+    }
+}
+
+/// The first character of `text` that ends a line or is another control character (a value
+/// holding one is refused by every update: it has no business in a setting, and a writer that
+/// forgot to escape it would turn it into a line of its own).
+pub fn control_char(text: &str) -> Option<char> {
+    text.chars().find(|c| c.is_control() && *c != '\t')
 }
 
 /// Joins continuation lines and drops blank and comment lines. The returned lines keep their
@@ -120,18 +189,40 @@ fn unescape(s: &str) -> Result<String, PropertiesError> {
             Some('f') => out.push('\x0c'),
             Some('r') => out.push('\r'),
             Some('u') => {
-                let hex: String = chars.by_ref().take(4).collect();
-                let unit = (hex.len() == 4)
-                    .then(|| u32::from_str_radix(&hex, 16).ok())
-                    .flatten()
-                    .ok_or(PropertiesError::MalformedUnicode)?;
-                out.push(char::from_u32(unit).unwrap_or('\u{FFFD}'));
+                let unit = hex_unit(&mut chars)?;
+                out.push(utf16_char(unit, &mut chars)?);
             }
             Some(other) => out.push(other),
             None => {}
         }
     }
     Ok(out)
+}
+
+/// The four hex digits of a `\uXXXX` escape.
+fn hex_unit(chars: &mut std::str::Chars<'_>) -> Result<u16, PropertiesError> {
+    let hex: String = chars.by_ref().take(4).collect();
+    (hex.len() == 4)
+        .then(|| u16::from_str_radix(&hex, 16).ok())
+        .flatten()
+        .ok_or(PropertiesError::MalformedUnicode)
+}
+
+/// The character of UTF-16 unit `unit`: a high surrogate followed by a `\uXXXX` low surrogate
+/// is one character (as Java's string of units reads); a lone surrogate is U+FFFD.
+fn utf16_char(unit: u16, chars: &mut std::str::Chars<'_>) -> Result<char, PropertiesError> {
+    if !(0xD800..0xDC00).contains(&unit) {
+        return Ok(char::from_u32(u32::from(unit)).unwrap_or('\u{FFFD}'));
+    }
+    let mut ahead = chars.clone();
+    if let (Some('\\'), Some('u')) = (ahead.next(), ahead.next()) {
+        let low = hex_unit(&mut ahead)?;
+        if let Some(Ok(c)) = char::decode_utf16([unit, low]).next() {
+            *chars = ahead;
+            return Ok(c);
+        }
+    }
+    Ok('\u{FFFD}')
 }
 
 #[cfg(test)]
@@ -168,7 +259,56 @@ mod tests {
     }
 
     #[test]
-    fn format_sorts_and_does_not_escape() {
-        assert_eq!(format([("b", "2"), ("a", "x=y")]), "a=x=y\nb=2\n");
+    fn format_sorts_and_keeps_java_s_layout() {
+        assert_eq!(format([("b", "2"), ("a", "x=y:z")]), "a=x=y:z\nb=2\n");
+    }
+
+    #[test]
+    fn no_value_becomes_a_line_of_its_own() {
+        let injected = "x\nkvConfigPath=/ATT/kv.json\r\ntls.server.mode=disabled";
+        for text in [
+            store([("productEnvName", injected)]),
+            format([("productEnvName", injected)]),
+        ] {
+            assert_eq!(text.lines().count(), 1, "{text}");
+            let back = parse(&text).unwrap();
+            assert_eq!(back.len(), 1);
+            assert_eq!(back["productEnvName"], injected);
+        }
+    }
+
+    #[test]
+    fn store_escapes_as_properties_store() {
+        assert_eq!(
+            store([("a key", " v=1:#! \\ é 😀")]),
+            "a\\ key=\\ v\\=1\\:\\#\\! \\\\ \\u00E9 \\uD83D\\uDE00\n"
+        );
+        assert_eq!(control_char("a\tb"), None);
+        assert_eq!(control_char("a\rb"), Some('\r'));
+        assert_eq!(control_char("a\u{85}"), Some('\u{85}'));
+    }
+
+    #[test]
+    fn what_either_writer_writes_reads_back() {
+        let awkward = [
+            "", " ", "  lead", "trail  ", "a=b", "k:v", "#c", "!c", "\\", "x\\", "\\u0041",
+            "\t\x0c", "line\nbreak", "é", "😀", "\u{FFFD}", "a b c",
+        ];
+        for key in awkward {
+            for value in awkward {
+                for style in [Style::File, Style::Body] {
+                    let text = write([(key, value)], style);
+                    let back = parse(&text).unwrap();
+                    assert_eq!(back.len(), 1, "{style:?} {text:?}");
+                    assert_eq!(back.get(key).map(String::as_str), Some(value), "{text:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn surrogate_pairs_are_one_character() {
+        assert_eq!(parse("k=\\uD83D\\uDE00").unwrap()["k"], "😀");
+        assert_eq!(parse("k=\\uD83Dx").unwrap()["k"], "\u{FFFD}x");
     }
 }

@@ -187,13 +187,27 @@ impl Controller {
             return system_error("string2Properties error");
         };
         const ALWAYS: [&str; 3] = ["configBlackList", "configStorePath", "rocketmqHome"];
+        // Beyond Java's list: any key naming a place on disk (controllerStorePath included).
         if props.keys().any(|k| {
-            ALWAYS.contains(&k.as_str()) || self.settings.black_list.iter().any(|b| b == k)
+            ALWAYS.contains(&k.as_str())
+                || self.settings.black_list.iter().any(|b| b == k)
+                || crate::settings::names_a_location(k)
         }) {
             return RemotingCommand::response(
                 ResponseCode::NO_PERMISSION,
                 Some(remark::CONFIG_BLACK_LIST.to_owned()),
             );
+        }
+        let control = props.iter().find_map(|(k, v)| {
+            rmq_protocol::properties::control_char(k)
+                .or(rmq_protocol::properties::control_char(v))
+                .map(|c| (k, c))
+        });
+        if let Some((key, c)) = control {
+            warn!(key = %crate::logging::Clipped(key), "controller config update refused: a control character");
+            return system_error(format!(
+                "invalid value for {key}: {c:?}: a line break or control character has no place in a setting"
+            ));
         }
         for (key, value) in props {
             let known = self.settings.properties.contains_key(&key);
@@ -213,7 +227,7 @@ impl Controller {
             }
             // Unknown keys are ignored, as Java's reflection ignores them.
             if known {
-                info!(key = %key, value = %value, "controller configuration updated");
+                info!(key = %crate::logging::Clipped(&key), value = %crate::logging::Clipped(&value), "controller configuration updated");
                 self.settings.properties.insert(key, value);
             }
         }

@@ -63,36 +63,6 @@ pub(super) fn config_block(addr: &str, config: &BTreeMap<String, String>) -> Str
     out
 }
 
-/// Escapes a key or value for properties text as `java.util.Properties.store` does, so that
-/// `Properties.load` (Java) and our parser read back exactly `text`: backslash, control
-/// characters, separators in keys, leading spaces, comment marks, and non-ASCII as `\uXXXX`
-/// (Java reads the body as ISO-8859-1).
-pub fn escape_property(text: &str, is_key: bool) -> String {
-    let mut out = String::with_capacity(text.len());
-    for (i, c) in text.chars().enumerate() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\t' => out.push_str("\\t"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\x0c' => out.push_str("\\f"),
-            ' ' if is_key || i == 0 => out.push_str("\\ "),
-            '=' | ':' | '#' | '!' => {
-                out.push('\\');
-                out.push(c);
-            }
-            c if (' '..='~').contains(&c) => out.push(c),
-            c => {
-                let mut units = [0u16; 2];
-                for unit in c.encode_utf16(&mut units) {
-                    out.push_str(&format!("\\u{unit:04X}"));
-                }
-            }
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -155,36 +125,5 @@ mod tests {
              DefaultCluster  broker-a      1     127.0.0.1:10912\n\
              DefaultCluster  broker-b      0     127.0.0.1:10921\n"
         );
-    }
-
-    #[test]
-    fn escaped_properties_read_back() {
-        for (key, value) in [
-            ("plain", "value"),
-            ("odd key=:#", " leading space, trailing \\ and = : # !"),
-            ("multi", "line\nbreak\ttab\r"),
-            ("unicode", "héllo ☃ 𝄞"),
-            ("", ""),
-        ] {
-            let body = format!(
-                "{}={}\n",
-                escape_property(key, true),
-                escape_property(value, false)
-            );
-            assert!(body.is_ascii(), "{body:?}");
-            let parsed = properties::parse(&body).unwrap();
-            let expected = if value.contains('𝄞') {
-                // Our parser maps each surrogate unit to U+FFFD; Java joins the pair.
-                value.replace('𝄞', "\u{FFFD}\u{FFFD}")
-            } else {
-                value.to_owned()
-            };
-            assert_eq!(parsed.get(key), Some(&expected), "{body:?}");
-        }
-        assert_eq!(
-            escape_property("orderMessageEnable", true),
-            "orderMessageEnable"
-        );
-        assert_eq!(escape_property("true", false), "true");
     }
 }

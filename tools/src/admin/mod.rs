@@ -25,7 +25,7 @@
 //! - `ask`: how a request goes to the NameServers — reads to the first that answers, writes to
 //!   every one — and becomes a [`Report`];
 //! - `report`: what went wrong ([`Cause`], [`AdminError`]) and what to print ([`Report`]);
-//! - `format`: text layouts ([`table`], [`cluster_table`]) and [`escape_property`];
+//! - `format`: text layouts ([`table`], [`cluster_table`]);
 //! - one file per group of commands, each command one function: `cluster` (clusterList),
 //!   `topic` (topicRoute, topicList, deleteTopic), `kv` (getKvConfig, updateKvConfig,
 //!   deleteKvConfig, kvList), `perm` (wipeWritePerm, addWritePerm), `namesrv_config`
@@ -53,7 +53,7 @@ mod topic;
 
 use ask::Ask;
 pub use command::AdminCommand;
-pub use format::{cluster_table, escape_property, table};
+pub use format::{cluster_table, table};
 pub use report::{AdminError, Cause, Report};
 
 /// Exit status: success.

@@ -5,7 +5,7 @@ use rmq_protocol::{properties, RemotingCommand, RequestCode};
 use serde_json::{json, Value};
 
 use super::ask::Ask;
-use super::format::{config_block, escape_property};
+use super::format::config_block;
 use super::report::{Answer, Cause, Report};
 
 /// `getNamesrvConfig` (GET_NAMESRV_CONFIG): one `key = value` block per NameServer.
@@ -28,13 +28,10 @@ pub(super) async fn get_namesrv_config(ask: &Ask<'_>) -> Report {
 }
 
 /// `updateNamesrvConfig -k KEY -v VALUE` (UPDATE_NAMESRV_CONFIG): the pair sent as a properties
-/// body, escaped so that Java's `Properties.load` reads back exactly `key` and `value`.
+/// body, escaped as `Properties.store` escapes, so that Java's `Properties.load` reads back
+/// exactly `key` and `value`.
 pub(super) async fn update_namesrv_config(ask: &Ask<'_>, key: &str, value: &str) -> Report {
-    let body = format!(
-        "{}={}\n",
-        escape_property(key, true),
-        escape_property(value, false)
-    );
+    let body = properties::store([(key, value)]);
     let request =
         RemotingCommand::request(RequestCode::UPDATE_NAMESRV_CONFIG).with_body(body.into_bytes());
     let what = format!("update name server config {key}={value}");
