@@ -1,5 +1,7 @@
-//! Access control on the HTTP port (docs/access.md#the-http-port): `/` and `/api/...` are the
-//! `status` class, every other path the `probe` class. `networks` is checked here against the
+//! Access control on the HTTP port (docs/access.md#the-http-port): `/` and `/api/status` are
+//! the `status` class, every other path the `probe` class. The class is the routed resource's
+//! (each resource is wrapped in its class's middleware), so the decision is made on the path
+//! the router decoded and matched, never on the raw request path. `networks` is checked here against the
 //! client's address; `signed` means HTTP Basic credentials (an access key and its secret key),
 //! which the `AccessGuard` actor checks against the accounts it owns, counting failed attempts
 //! per source. Refusals: 401 with a Basic challenge when credentials are missing or wrong, 403
@@ -20,27 +22,33 @@ use rmq_actors::limits::{Limit, Refused};
 
 use super::Observed;
 
-/// The class of a request path.
-pub(crate) fn class_of(path: &str) -> AccessClass {
-    if path == "/" || path == "/api" || path.starts_with("/api/") {
-        AccessClass::Status
-    } else {
-        AccessClass::Probe
-    }
+/// The middleware of the `probe` resources (and of unknown paths).
+pub(crate) async fn probe_class(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
+    enforce(AccessClass::Probe, req, next).await
 }
 
-/// The middleware: decides every request before its handler runs.
-pub(crate) async fn enforce(
+/// The middleware of the `status` resources: the page and its JSON.
+pub(crate) async fn status_class(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
+    enforce(AccessClass::Status, req, next).await
+}
+
+/// Decides a request of `class` (the class of the resource the router matched) before its
+/// handler runs.
+async fn enforce(
+    class: AccessClass,
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
     let Some(observed) = req.app_data::<web::Data<Observed>>().cloned() else {
-        return next
-            .call(req)
-            .await
-            .map(ServiceResponse::map_into_boxed_body);
+        // Not reachable (the app has its data); refuse rather than let a request through.
+        return Ok(req.into_response(refusal_response(Refusal::AddressNotAllowed, class, None)));
     };
-    let class = class_of(req.path());
     let policy = observed.access.policies.of(class).clone();
     if policy.is_open() {
         return next
@@ -129,18 +137,4 @@ fn refusal_response(refusal: Refusal, class: AccessClass, ip: Option<IpAddr>) ->
     response
         .content_type(ContentType::plaintext())
         .body(format!("{remark}\n"))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_status_page_and_its_json_are_the_status_class() {
-        assert_eq!(class_of("/"), AccessClass::Status);
-        assert_eq!(class_of("/api/status"), AccessClass::Status);
-        assert_eq!(class_of("/metrics"), AccessClass::Probe);
-        assert_eq!(class_of("/rocketmq/nsaddr"), AccessClass::Probe);
-        assert_eq!(class_of("/apis"), AccessClass::Probe);
-    }
 }

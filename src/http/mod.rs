@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use actix::{Addr, Recipient};
 use actix_web::http::header::{CacheControl, CacheDirective, ContentType};
+use actix_web::middleware::from_fn;
 use actix_web::{web, App, HttpResponse};
 use rmq_actors::access::guard::AccessGuard;
 use rmq_actors::access::AccessControl;
@@ -102,16 +103,19 @@ pub(crate) fn start(
     let addr = listener.local_addr()?;
     let listener = tokio::net::TcpListener::from_std(listener)?;
     let tls = front_door.mode;
+    // Access is decided per routed resource (the router's decoded, normalized path), never on
+    // the raw request path: `/%61pi/status` is `/api/status` to both.
+    let probe = || from_fn(access::probe_class);
+    let status = || from_fn(access::status_class);
     let app = App::new()
         .app_data(web::Data::new(observed))
-        .wrap(actix_web::middleware::from_fn(access::enforce))
-        .route("/metrics", web::get().to(metrics::scrape))
-        .route("/health", web::get().to(health))
-        .route("/ready", web::get().to(ready))
-        .route("/rocketmq/{subgroup}", web::get().to(nsaddr))
-        .route("/", web::get().to(status::page))
-        .route("/api/status", web::get().to(status::api))
-        .default_service(web::to(not_found));
+        .route("/metrics", web::get().to(metrics::scrape).wrap(probe()))
+        .route("/health", web::get().to(health).wrap(probe()))
+        .route("/ready", web::get().to(ready).wrap(probe()))
+        .route("/rocketmq/{subgroup}", web::get().to(nsaddr).wrap(probe()))
+        .route("/", web::get().to(status::page).wrap(status()))
+        .route("/api/status", web::get().to(status::api).wrap(status()))
+        .default_service(web::route().to(not_found).wrap(probe()));
     let door = HttpDoor::start(listener, front_door, app)?;
     info!(%addr, ?tls, "HTTP port started (metrics, health, address server, status page)");
     Ok(HttpPort { addr, door })
