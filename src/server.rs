@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use actix::prelude::*;
 use rmq_actors::access::accounts::{Accounts, AclFileError};
 use rmq_actors::access::audit::AuditLog;
-use rmq_actors::access::guard::{AccessGuard, ReloadAccounts};
+use rmq_actors::access::guard::{AccessGuard, GuardSubscribers, ReloadAccounts};
 use rmq_actors::access::{AccessClass, AccessControl};
 #[cfg(debug_assertions)]
 use rmq_actors::contain::InjectPanic;
@@ -143,9 +143,11 @@ impl NameServer {
             .iter()
             .map(|worker| {
                 let accounts = Arc::clone(&accounts);
+                let access = Arc::clone(&access);
                 RouteCacheKeeper::start_in_arbiter(&worker.handle(), move |_| {
-                    // On the keeper's thread, before any connection there: its accounts.
-                    rmq_actors::access::publish_on_this_thread(route_cache, accounts);
+                    // On the keeper's thread, before any connection there: its accounts and
+                    // failed-attempt ledger.
+                    rmq_actors::access::install_on_this_thread(route_cache, accounts, &access);
                     RouteCacheKeeper::new(route_cache, cache_limit)
                 })
             })
@@ -222,6 +224,26 @@ impl NameServer {
             keepers,
         };
 
+        let access_guard = acl_path.map(|path| {
+            rmq_actors::access::guard::describe(&accounts, "loaded");
+            let keepers = contained.keepers.clone();
+            let every = config.access.reload_check_interval;
+            let accounts = Arc::clone(&accounts);
+            let control = Arc::clone(&access);
+            Supervisor::start(move |_| {
+                AccessGuard::new(
+                    path.clone(),
+                    Arc::clone(&accounts),
+                    GuardSubscribers {
+                        accounts: keepers.iter().map(|k| k.clone().recipient()).collect(),
+                        blocks: keepers.iter().map(|k| k.clone().recipient()).collect(),
+                    },
+                    &control,
+                    every,
+                )
+            })
+        });
+
         let front_door = FrontDoor {
             mode: config.tls.mode,
             tls: server_tls.as_ref().map(|t| Arc::clone(&t.config)),
@@ -257,6 +279,7 @@ impl NameServer {
                 limits: limits.clone(),
                 route_cache,
                 access: Arc::clone(&access),
+                failed_attempts: access_guard.clone().map(Addr::recipient),
                 audit: audit.clone().recipient(),
                 controller: None,
                 #[cfg(debug_assertions)]
@@ -283,26 +306,6 @@ impl NameServer {
             )?,
             None => None,
         };
-        let access_guard = acl_path.map(|path| {
-            rmq_actors::access::guard::describe(&accounts, "loaded");
-            let subscribers: Vec<_> = contained
-                .keepers
-                .iter()
-                .map(|k| k.clone().recipient())
-                .collect();
-            let every = config.access.reload_check_interval;
-            let accounts = Arc::clone(&accounts);
-            let control = Arc::clone(&access);
-            Supervisor::start(move |_| {
-                AccessGuard::new(
-                    path.clone(),
-                    Arc::clone(&accounts),
-                    subscribers.clone(),
-                    &control,
-                    every,
-                )
-            })
-        });
         log_policies(&config);
         info!(
             addr = %local_addr,

@@ -53,6 +53,9 @@ pub struct Services {
     pub route_cache: CacheId,
     /// Who may send which requests (docs/access.md).
     pub access: Arc<AccessControl>,
+    /// The server-wide failed-attempt ledger's owner (the access guard), when there are
+    /// accounts to fail against.
+    pub failed_attempts: Option<Recipient<crate::access::AttemptFailed>>,
     /// Where audited requests are written.
     pub audit: Recipient<AuditEvent>,
     /// On the controller's port only: the controller, which then answers every request (the

@@ -19,7 +19,6 @@ use std::rc::{Rc, Weak};
 
 use actix::Recipient;
 
-use crate::access::ledger::FailureLedger;
 use crate::dispatch::{Class, Services};
 use crate::messages::ConnectionClosed;
 use crate::metrics::SharedMetrics;
@@ -38,8 +37,6 @@ pub struct WorkerShare {
     pub bounds: Bounds,
     /// What this thread's connections count for `/metrics` (crate::metrics).
     pub metrics: SharedMetrics,
-    /// Failed signature checks by source, this thread's share of `access.max_failures`.
-    pub failures: RefCell<FailureLedger>,
 }
 
 /// This thread's shares of the admission and outbound bounds, and what they count.
@@ -96,10 +93,6 @@ impl WorkerShare {
                 per_worker(settings.max_queued_bytes),
             ),
             metrics: crate::metrics::of_this_thread(services.route_cache),
-            failures: RefCell::new(FailureLedger::new(
-                per_worker(services.access.max_failures as usize) as u32,
-                services.access.failure_window,
-            )),
             services,
             settings,
             listener,

@@ -3,6 +3,7 @@
 //! running server, and checks the class of the hole as well as the case.
 
 mod config_store;
+mod failed_attempts;
 mod http_paths;
 
 use std::path::Path;
@@ -39,4 +40,45 @@ fn secure_config(dir: &Path) -> Config {
 fn signed(mut cmd: RemotingCommand, access_key: &str, secret_key: &str) -> RemotingCommand {
     sign_command(&mut cmd, access_key, secret_key, None).expect("signed");
     cmd
+}
+
+/// Sends `requests` on one fresh connection to `addr`, after a PROXY v1 header naming `client`
+/// when given, all at once; answers their answers in arrival order (closed early: fewer).
+async fn ask_raw(
+    addr: std::net::SocketAddr,
+    client: Option<&str>,
+    requests: &[RemotingCommand],
+) -> Vec<RemotingCommand> {
+    use rmq_namesrv::protocol::codec::{encode_frame, RemotingCodec};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio_util::codec::Decoder;
+
+    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let mut bytes = bytes::BytesMut::new();
+    if let Some(client) = client {
+        bytes.extend_from_slice(format!("PROXY TCP4 {client} 127.0.0.1 40000 9876\r\n").as_bytes());
+    }
+    for (i, cmd) in requests.iter().enumerate() {
+        let cmd = cmd.clone().with_opaque(i as i32 + 1);
+        encode_frame(&cmd, &mut bytes).expect("encodable");
+    }
+    stream.write_all(&bytes).await.expect("sent");
+    let mut buf = bytes::BytesMut::new();
+    let mut codec = RemotingCodec::default();
+    let mut answers = Vec::new();
+    let read = async {
+        while answers.len() < requests.len() {
+            if let Ok(Some(cmd)) = codec.decode(&mut buf) {
+                answers.push(cmd);
+                continue;
+            }
+            let mut chunk = [0u8; 8192];
+            match stream.read(&mut chunk).await {
+                Ok(n) if n > 0 => buf.extend_from_slice(&chunk[..n]),
+                _ => break,
+            }
+        }
+    };
+    let _ = tokio::time::timeout(TIMEOUT * 4, read).await;
+    answers
 }

@@ -15,7 +15,10 @@ use tracing::{debug, info, warn};
 
 use super::accounts::Accounts;
 use super::ledger::FailureLedger;
-use super::{check_basic, AccessClass, AccessControl, AccountsChanged, Grant, Policy, Refusal};
+use super::{
+    check_basic, AccessClass, AccessControl, AccountsChanged, AttemptFailed, Grant, Policy,
+    Refusal, SourceBlocked,
+};
 use crate::file_watch::{fingerprint, DirWatch};
 
 /// How long after a file-system event the file is read (editors write in steps).
@@ -53,21 +56,29 @@ pub struct AccessGuard {
     accounts: Arc<Accounts>,
     fingerprint: u64,
     subscribers: Vec<Recipient<AccountsChanged>>,
+    /// Told every source or prefix that used up its attempts (each connection thread).
+    block_subscribers: Vec<Recipient<SourceBlocked>>,
     watch: DirWatch,
     check_every: Duration,
     checking: bool,
-    /// Failed HTTP credential checks by source (the connection threads keep their own for
-    /// remoting requests).
-    http_failures: FailureLedger,
+    /// Failed attempts server-wide: HTTP credential checks, and the signature checks every
+    /// connection thread reports.
+    failures: FailureLedger,
+}
+
+/// Who hears of the guard's new accounts and blocks: each connection thread's keeper.
+pub struct GuardSubscribers {
+    pub accounts: Vec<Recipient<AccountsChanged>>,
+    pub blocks: Vec<Recipient<SourceBlocked>>,
 }
 
 impl AccessGuard {
     /// Guards `path`, whose accounts were loaded as `accounts` at start; `subscribers` get every
-    /// new snapshot.
+    /// new snapshot and every block.
     pub fn new(
         path: PathBuf,
         accounts: Arc<Accounts>,
-        subscribers: Vec<Recipient<AccountsChanged>>,
+        subscribers: GuardSubscribers,
         control: &AccessControl,
         check_every: Duration,
     ) -> Self {
@@ -75,11 +86,23 @@ impl AccessGuard {
             fingerprint: fingerprint(std::slice::from_ref(&path)),
             path,
             accounts,
-            subscribers,
+            subscribers: subscribers.accounts,
+            block_subscribers: subscribers.blocks,
             watch: DirWatch::default(),
             check_every,
             checking: false,
-            http_failures: FailureLedger::new(control.max_failures, control.failure_window),
+            failures: FailureLedger::new(control.max_failures, control.failure_window),
+        }
+    }
+
+    /// Counts a failed attempt server-wide; a source or prefix that used up its attempts is
+    /// announced to every connection thread.
+    fn count_failure(&mut self, ip: IpAddr, now: Instant) {
+        for block in self.failures.failed(ip, now) {
+            info!(counted = ?block.counted, "failed attempts used up: signed requests refused unchecked for the rest of the window");
+            for subscriber in &self.block_subscribers {
+                subscriber.do_send(SourceBlocked { block });
+            }
         }
     }
 
@@ -218,7 +241,7 @@ impl Handler<CheckHttp> for AccessGuard {
 
     fn handle(&mut self, msg: CheckHttp, _: &mut Context<Self>) -> Self::Result {
         let now = Instant::now();
-        let blocked = self.http_failures.blocked(msg.ip, now);
+        let blocked = self.failures.blocked(msg.ip, now);
         let basic = msg.basic.as_ref().map(|(k, s)| (k.as_str(), s.as_str()));
         let decided = check_basic(
             &msg.policy,
@@ -230,9 +253,17 @@ impl Handler<CheckHttp> for AccessGuard {
         );
         if let Err(refusal) = decided {
             if refusal.is_failed_attempt() {
-                self.http_failures.failed(msg.ip, now);
+                self.count_failure(msg.ip, now);
             }
         }
         decided
+    }
+}
+
+impl Handler<AttemptFailed> for AccessGuard {
+    type Result = ();
+
+    fn handle(&mut self, msg: AttemptFailed, _: &mut Context<Self>) {
+        self.count_failure(msg.ip, msg.at);
     }
 }

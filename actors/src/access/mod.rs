@@ -7,7 +7,8 @@
 //!   reloaded by the [`guard::AccessGuard`] actor and published to every connection thread.
 //! - [`check`] decides one request on the connection's thread: pure, given the policy, the
 //!   snapshot, the client's address and the request. Failed signature checks are counted per
-//!   source on that thread ([`ledger::FailureLedger`]).
+//!   source and prefix on that thread and server-wide by the guard, which announces a source
+//!   that used up its attempts to every thread ([`ledger::FailureLedger`]).
 //! - [`audit::AuditLog`] writes admin writes and route-changing registrations as JSON lines.
 
 pub mod accounts;
@@ -21,6 +22,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::Arc;
+use std::time::Instant;
 
 use ipnet::IpNet;
 use rmq_protocol::signature::{self, SignatureError, ACCESS_KEY};
@@ -28,6 +30,8 @@ use rmq_protocol::{RemotingCommand, RequestCode, ResponseCode};
 
 use crate::route_cache::{CacheId, RouteCacheKeeper};
 pub use accounts::Accounts;
+use ledger::{Block, FailureLedger};
+use tracing::warn;
 
 /// The classes of requests a policy applies to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -397,8 +401,25 @@ pub struct AccountsChanged {
     pub accounts: Arc<Accounts>,
 }
 
+/// A failed attempt (unknown access key, bad signature) counted on a connection thread, for the
+/// server-wide ledger of the `AccessGuard`.
+#[derive(Debug, Clone, Copy, actix::Message)]
+#[rtype(result = "()")]
+pub struct AttemptFailed {
+    pub ip: IpAddr,
+    pub at: Instant,
+}
+
+/// A source or prefix that used up its attempts server-wide, for every connection thread.
+#[derive(Debug, Clone, Copy, actix::Message)]
+#[rtype(result = "()")]
+pub struct SourceBlocked {
+    pub block: Block,
+}
+
 /// The route cache keeper of a connection thread also keeps the thread's accounts snapshot
-/// (the daemon publishes the first one as it starts the keeper, on the keeper's thread).
+/// and failed-attempt ledger (the daemon installs both as it starts the keeper, on the
+/// keeper's thread).
 impl actix::Handler<AccountsChanged> for RouteCacheKeeper {
     type Result = ();
 
@@ -407,22 +428,81 @@ impl actix::Handler<AccountsChanged> for RouteCacheKeeper {
     }
 }
 
+impl actix::Handler<SourceBlocked> for RouteCacheKeeper {
+    type Result = ();
+
+    fn handle(&mut self, msg: SourceBlocked, _: &mut actix::Context<Self>) {
+        let id = self.id;
+        THREAD.with(|all| {
+            if let Some(state) = all.borrow_mut().get_mut(&id) {
+                state.failures.block(msg.block, Instant::now());
+            }
+        });
+    }
+}
+
+/// One NameServer's access state on one connection thread.
+struct ThreadAccess {
+    accounts: Arc<Accounts>,
+    failures: FailureLedger,
+}
+
 thread_local! {
-    /// Each NameServer's current accounts on this thread, set by the thread's keeper.
-    static ACCOUNTS: RefCell<HashMap<CacheId, Arc<Accounts>>> = RefCell::new(HashMap::new());
+    /// Each NameServer's access state on this thread, installed by the thread's keeper; it
+    /// outlives the thread's connections.
+    static THREAD: RefCell<HashMap<CacheId, ThreadAccess>> = RefCell::new(HashMap::new());
+}
+
+/// Installs NameServer `id`'s access state on this thread: its accounts, and an empty ledger
+/// of `control`'s limit.
+pub fn install_on_this_thread(id: CacheId, accounts: Arc<Accounts>, control: &AccessControl) {
+    THREAD.with(|all| {
+        all.borrow_mut().insert(
+            id,
+            ThreadAccess {
+                accounts,
+                failures: FailureLedger::new(control.max_failures, control.failure_window),
+            },
+        );
+    });
 }
 
 /// Makes `accounts` the current snapshot of NameServer `id` on this thread.
 pub fn publish_on_this_thread(id: CacheId, accounts: Arc<Accounts>) {
-    ACCOUNTS.with(|all| {
-        all.borrow_mut().insert(id, accounts);
+    THREAD.with(|all| match all.borrow_mut().get_mut(&id) {
+        Some(state) => state.accounts = accounts,
+        None => {
+            warn!("accounts published on a thread without the server's access state");
+        }
     });
 }
 
 /// The current accounts of NameServer `id` on this thread (none: no accounts, so every
 /// signature check fails).
 pub fn accounts_on_this_thread(id: CacheId) -> Arc<Accounts> {
-    ACCOUNTS.with(|all| all.borrow().get(&id).cloned().unwrap_or_default())
+    THREAD.with(|all| {
+        all.borrow()
+            .get(&id)
+            .map(|state| Arc::clone(&state.accounts))
+            .unwrap_or_default()
+    })
+}
+
+/// Runs `f` on NameServer `id`'s failed-attempt ledger of this thread (made with `control`'s
+/// limit if the thread has none yet).
+pub fn failures_on_this_thread<R>(
+    id: CacheId,
+    control: &AccessControl,
+    f: impl FnOnce(&mut FailureLedger) -> R,
+) -> R {
+    THREAD.with(|all| {
+        let mut all = all.borrow_mut();
+        let state = all.entry(id).or_insert_with(|| ThreadAccess {
+            accounts: Arc::default(),
+            failures: FailureLedger::new(control.max_failures, control.failure_window),
+        });
+        f(&mut state.failures)
+    })
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! Access control and the audit of one connection's requests (docs/access.md): each request of
 //! a restricted class is decided here, on the connection's thread, with the thread's accounts
-//! snapshot and failed-attempt ledger; an audited request leaves its draft until its answer.
+//! snapshot and failed-attempt ledger (each failure also goes to the server-wide ledger of the
+//! access guard); an audited request leaves its draft until its answer.
 
 use super::*;
 use crate::access::{self, AccessClass, Refusal};
@@ -36,7 +37,9 @@ impl Connection {
             let ip = self.peer.ip();
             let now = Instant::now();
             let accounts = access::accounts_on_this_thread(services.route_cache);
-            let blocked = self.share.failures.borrow().blocked(ip, now);
+            let blocked = access::failures_on_this_thread(services.route_cache, &services.access, |l| {
+                l.blocked(ip, now)
+            });
             match access::check(policy, class, &accounts, ip, cmd, blocked) {
                 Ok(grant) => access_key = grant.access_key,
                 Err(refusal) => {
@@ -68,8 +71,17 @@ impl Connection {
         now: Instant,
     ) {
         let ip = self.peer.ip();
-        let blocked_now =
-            refusal.is_failed_attempt() && self.share.failures.borrow_mut().failed(ip, now);
+        let mut blocked_now = false;
+        if refusal.is_failed_attempt() {
+            let services = &self.share.services;
+            let blocks = access::failures_on_this_thread(services.route_cache, &services.access, |l| {
+                l.failed(ip, now)
+            });
+            blocked_now = !blocks.is_empty();
+            if let Some(guard) = &services.failed_attempts {
+                guard.do_send(access::AttemptFailed { ip, at: now });
+            }
+        }
         self.share
             .count(|m| m.access_refused(class.name(), refusal.name()));
         let mut detail = format!(
