@@ -390,11 +390,39 @@ impl Config {
         self.log.validate()?;
         self.access.validate()?;
         self.controller.validate()?;
+        self.validate_transport_needs()?;
         let ct = &self.cluster_test;
         if ct.enabled && ct.product_env_addrs().is_empty() {
             return Err(invalid(
                 "cluster_test.product_env_namesrv",
                 "cluster_test.enabled needs the product environment's NameServer addresses",
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl Config {
+    /// Access settings that need TLS need it configured.
+    fn validate_transport_needs(&self) -> Result<(), ConfigError> {
+        let tls_off = self.tls.mode == TlsMode::Disabled;
+        if self.access.signed_needs_tls && tls_off {
+            return Err(invalid(
+                "access.signed_needs_tls",
+                "needs TLS: set tls.mode to permissive or enforcing",
+            ));
+        }
+        // A certificate counts only when verified against a CA: without one any certificate
+        // would do (Java's InsecureTrustManagerFactory).
+        let verified_clients = self.tls.need_client_auth != ClientAuth::None
+            && self.tls.auth_client
+            && self.tls.trust_cert_path.is_some();
+        if self.access.admin_write_needs_client_cert && (tls_off || !verified_clients) {
+            return Err(invalid(
+                "access.admin_write_needs_client_cert",
+                "needs TLS with verified client certificates: tls.mode permissive or enforcing, \
+                 tls.need_client_auth optional or require, tls.auth_client = true and \
+                 tls.trust_cert_path",
             ));
         }
         Ok(())

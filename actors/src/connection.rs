@@ -29,7 +29,7 @@ use crate::route::ConnId;
 use crate::route_cache::WorkerCache;
 use crate::worker::WorkerShare;
 
-pub use rmq_transport::front_door::{BoxedRead, BoxedWrite};
+pub use rmq_transport::front_door::{BoxedRead, BoxedWrite, Security};
 
 mod io;
 mod policy;
@@ -63,7 +63,8 @@ pub struct Connection {
     id: ConnId,
     /// The client: the address of its PROXY header, or the socket's peer.
     peer: SocketAddr,
-    tls: bool,
+    /// TLS, and a verified client certificate.
+    security: Security,
     /// The services, settings and bounds of this thread's connections.
     share: Rc<WorkerShare>,
     /// This thread's route cache of the server (absent only off the worker threads).
@@ -114,20 +115,21 @@ pub struct Connection {
 
 impl Connection {
     /// Starts a connection actor on the current arbiter over the two halves of a stream, from
-    /// `peer` (with `tls` when the stream is TLS).
+    /// `peer` (with `security` saying whether the stream is TLS, with a client certificate).
     pub fn start(
         id: ConnId,
         peer: SocketAddr,
-        tls: bool,
+        security: Security,
         (read, write): (BoxedRead, BoxedWrite),
         share: Rc<WorkerShare>,
     ) -> Addr<Self> {
         Connection::create(move |ctx| {
             ctx.spawn(ReadFrames);
+            let tls = security.tls;
             Connection {
                 id,
                 peer,
-                tls,
+                security,
                 route_cache: WorkerCache::of_this_thread(share.services.route_cache),
                 codec: RemotingCodec::new(share.settings.max_frame_bytes),
                 share,
@@ -609,7 +611,7 @@ impl Actor for Connection {
         self.share.services.opened.do_send(ConnectionOpened {
             conn: self.id,
             peer: self.peer,
-            tls: self.tls,
+            tls: self.security.tls,
             close: ctx.address().recipient(),
         });
         let settings = &self.share.settings;

@@ -265,7 +265,7 @@ impl Admission {
         Connection::start(
             self.id,
             admitted.client,
-            admitted.tls,
+            admitted.security(),
             (admitted.read, admitted.write),
             WorkerShare::of_this_thread(&self.services, &self.settings, &self.listener),
         );

@@ -2,20 +2,30 @@
 //! (`rmq_transport::front_door`, the remoting port's: `tls.mode` decides between plain HTTP,
 //! HTTPS, or both told apart by the first byte; no PROXY header), takes each new certificate by
 //! message (`TlsConfigChanged`, from the `TlsReloader`) for the connections that arrive after,
-//! caps how many connections are open, and serves each admitted stream with actix-http on a
-//! task of its own thread. It knows nothing of the routes: it serves the app it is given.
+//! caps how many connections are open, in all and per source address, and serves each admitted
+//! stream with actix-http on a task of its own thread. It knows nothing of the routes: it serves
+//! the app it is given, telling it (as connection data, [`ConnInfo`]) how the connection came
+//! in: TLS, a client certificate, and its lane.
 //!
-//! No connection lives forever: the front door has `tls.handshake_timeout`, the first request
-//! head `REQUEST_HEAD_TIMEOUT`, an idle keep-alive connection `KEEP_ALIVE`; and since actix-http
-//! times only the first request head, reads end (as if the client had half-closed) once a
-//! connection is `MAX_AGE` old, which finishes the request in flight and closes it, and a
+//! Two lanes: the ordinary one (`MAX_CONNECTIONS`, at most `MAX_PER_SOURCE` per source), and a
+//! small probe lane for the connections that arrive when the ordinary one (or their source's
+//! share of it) is full: there only `/health` and `/ready` are answered, one request per
+//! connection, with short timeouts, so that no client holding connections open can starve
+//! Kubernetes' probes (the app enforces what a lane may ask, `http::access`).
+//!
+//! No connection lives forever: the front door has `tls.handshake_timeout`; every request
+//! (not only the first, which is all actix-http times) must arrive whole within its lane's head
+//! timeout of its first byte, or the connection's reads end; an idle keep-alive connection
+//! closes after `KEEP_ALIVE`; reads end (as if the client had half-closed) once a connection is
+//! its lane's maximum age old, which finishes the request in flight and closes it, and a
 //! connection still there `LINGER` later is dropped. A stop ends the reads the same way at once,
 //! then drops what is still open after its grace.
 
 use std::collections::HashMap;
 use std::fmt;
 use std::io;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
+use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context as TaskContext, Poll};
@@ -30,24 +40,32 @@ use actix_service::{map_config, IntoServiceFactory, Service, ServiceFactory, Ser
 use actix_web::dev::AppConfig;
 use futures_util::future::LocalBoxFuture;
 use rmq_actors::messages::TlsConfigChanged;
-use rmq_transport::front_door::{BoxedRead, BoxedWrite, FrontDoor, Refused};
+use rmq_transport::front_door::{BoxedRead, BoxedWrite, FrontDoor, Refused, Security};
 use tokio::io::{AsyncRead, AsyncWrite, Join, ReadBuf};
+use tokio::time::Sleep;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
 use tracing::{debug, info, warn};
 
-/// Open HTTP connections at most; more are closed at accept.
+/// Open connections of the ordinary lane at most.
 const MAX_CONNECTIONS: usize = 256;
-/// How long a new connection has to send its first request head (actix-http's
-/// `client_request_timeout`).
+/// Ordinary connections one source address may hold.
+const MAX_PER_SOURCE: usize = 32;
+/// Connections of the probe lane at most, and per source address.
+const PROBE_LANE: usize = 32;
+const PROBE_LANE_PER_SOURCE: usize = 4;
+/// How long a request may take to arrive whole from its first byte, per lane (actix-http's
+/// `client_request_timeout` times the first one only; [`ReadEnd`] times each).
 const REQUEST_HEAD_TIMEOUT: Duration = Duration::from_secs(5);
+const PROBE_HEAD_TIMEOUT: Duration = Duration::from_secs(2);
 /// How long an idle connection is kept open between requests.
 const KEEP_ALIVE: Duration = Duration::from_secs(5);
 /// How long closing a connection may take (flushing the last bytes, the TLS close_notify).
 const DISCONNECT_TIMEOUT: Duration = Duration::from_secs(1);
-/// A connection's reads end this long after it was admitted (see the module docs).
+/// A connection's reads end this long after it was admitted (see the module docs), per lane.
 const MAX_AGE: Duration = Duration::from_secs(60);
+const PROBE_MAX_AGE: Duration = Duration::from_secs(5);
 /// A connection still open this long after its reads ended is dropped.
 const LINGER: Duration = Duration::from_secs(10);
 /// At most one "too many connections" line per this period.
@@ -55,6 +73,36 @@ const REFUSAL_LOG_PERIOD: Duration = Duration::from_secs(10);
 
 /// An admitted connection as actix-http reads and writes it.
 type Io = ReadEnd<Join<BoxedRead, BoxedWrite>>;
+
+/// Which lane a connection was admitted to (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Lane {
+    Ordinary,
+    Probe,
+}
+
+impl Lane {
+    fn head_timeout(self) -> Duration {
+        match self {
+            Lane::Ordinary => REQUEST_HEAD_TIMEOUT,
+            Lane::Probe => PROBE_HEAD_TIMEOUT,
+        }
+    }
+
+    fn max_age(self) -> Duration {
+        match self {
+            Lane::Ordinary => MAX_AGE,
+            Lane::Probe => PROBE_MAX_AGE,
+        }
+    }
+}
+
+/// How a connection came in, for the app (`HttpRequest::conn_data`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ConnInfo {
+    pub security: Security,
+    pub lane: Lane,
+}
 /// The app, ready to serve connections (built once, shared by the connection tasks).
 type Serve = BoxService<(Io, Protocol, Option<SocketAddr>), (), DispatchError>;
 
@@ -68,8 +116,11 @@ pub(crate) struct HttpDoor {
     /// Built when the actor starts (actix-http builds services asynchronously).
     serve: Option<Rc<Serve>>,
     init: Option<LocalBoxFuture<'static, Result<Serve, ()>>>,
-    /// The open connections' tasks, by number.
-    open: HashMap<u64, JoinHandle<()>>,
+    /// The open connections' tasks, by number, with their source and lane.
+    open: HashMap<u64, (JoinHandle<()>, IpAddr, Lane)>,
+    /// Open connections by source and lane, and of the probe lane in all.
+    by_source: HashMap<(IpAddr, Lane), usize>,
+    probe_lane: usize,
     next_id: u64,
     /// True once a stop began: every connection's reads end.
     stopping: watch::Sender<bool>,
@@ -101,6 +152,9 @@ impl HttpDoor {
             .into_factory()
             .map_err(|err| err.into().error_response());
         let factory = HttpService::build()
+            .on_connect_ext(|io: &Io, ext: &mut actix_http::Extensions| {
+                ext.insert(io.info);
+            })
             .keep_alive(KEEP_ALIVE)
             .client_request_timeout(REQUEST_HEAD_TIMEOUT)
             .client_disconnect_timeout(DISCONNECT_TIMEOUT)
@@ -116,6 +170,8 @@ impl HttpDoor {
             serve: None,
             init: Some(Box::pin(init)),
             open: HashMap::new(),
+            by_source: HashMap::new(),
+            probe_lane: 0,
             next_id: 0,
             stopping,
             stopped: Vec::new(),
@@ -125,11 +181,25 @@ impl HttpDoor {
         .start())
     }
 
+    /// The lane a new connection from `source` gets, if any (see the module docs).
+    fn lane_for(&self, source: IpAddr) -> Option<Lane> {
+        let held = |lane| self.by_source.get(&(source, lane)).copied().unwrap_or(0);
+        let ordinary = self.open.len() - self.probe_lane;
+        if ordinary < MAX_CONNECTIONS && held(Lane::Ordinary) < MAX_PER_SOURCE {
+            Some(Lane::Ordinary)
+        } else if self.probe_lane < PROBE_LANE && held(Lane::Probe) < PROBE_LANE_PER_SOURCE {
+            Some(Lane::Probe)
+        } else {
+            None
+        }
+    }
+
     fn accept(&mut self, stream: TcpStream, peer: SocketAddr, ctx: &mut Context<Self>) {
-        if self.open.len() >= MAX_CONNECTIONS {
+        let source = peer.ip();
+        let Some(lane) = self.lane_for(source) else {
             self.refuse(peer);
             return;
-        }
+        };
         let Some(serve) = self.serve.clone() else {
             // Not reachable: accepting starts once the app is built.
             warn!(%peer, "HTTP port not ready; connection closed");
@@ -144,6 +214,7 @@ impl HttpDoor {
             front_door: self.front_door.clone(),
             serve,
             stopping: self.stopping.subscribe(),
+            lane,
         };
         let door = ctx.address();
         // A local task on this thread: the admitted halves and the app are not `Send`. It cannot
@@ -152,7 +223,27 @@ impl HttpDoor {
             connection.run(stream, peer).await;
             door.do_send(ConnectionDone { id });
         });
-        self.open.insert(id, task);
+        self.open.insert(id, (task, source, lane));
+        *self.by_source.entry((source, lane)).or_default() += 1;
+        if lane == Lane::Probe {
+            self.probe_lane += 1;
+        }
+    }
+
+    /// Forgets connection `id`.
+    fn done(&mut self, id: u64) {
+        let Some((_, source, lane)) = self.open.remove(&id) else {
+            return;
+        };
+        if let Some(held) = self.by_source.get_mut(&(source, lane)) {
+            *held -= 1;
+            if *held == 0 {
+                self.by_source.remove(&(source, lane));
+            }
+        }
+        if lane == Lane::Probe {
+            self.probe_lane -= 1;
+        }
     }
 
     /// A connection over the cap: closed, and said so at most once per period.
@@ -167,7 +258,7 @@ impl HttpDoor {
                 %peer,
                 open = self.open.len(),
                 refused = self.refused,
-                "HTTP port: {MAX_CONNECTIONS} connections open, refusing more"
+                "HTTP port: connections refused (at most {MAX_CONNECTIONS}, {MAX_PER_SOURCE} per source, and {PROBE_LANE} for probes)"
             );
             self.refused = 0;
             self.refusal_logged = Some(now);
@@ -205,7 +296,7 @@ impl Actor for HttpDoor {
     }
 
     fn stopped(&mut self, _: &mut Self::Context) {
-        for (_, task) in self.open.drain() {
+        for (_, (task, _, _)) in self.open.drain() {
             task.abort();
         }
         info!(addr = %self.local_addr, "HTTP port stopped");
@@ -245,7 +336,7 @@ impl Handler<ConnectionDone> for HttpDoor {
     type Result = ();
 
     fn handle(&mut self, msg: ConnectionDone, ctx: &mut Context<Self>) {
-        self.open.remove(&msg.id);
+        self.done(msg.id);
         if *self.stopping.borrow() && self.open.is_empty() {
             self.finish(ctx);
         }
@@ -297,6 +388,7 @@ struct Connection {
     front_door: FrontDoor,
     serve: Rc<Serve>,
     stopping: watch::Receiver<bool>,
+    lane: Lane,
 }
 
 impl Connection {
@@ -306,17 +398,24 @@ impl Connection {
             Err(refused) => return log_refusal(peer, &refused),
         };
         let tls = admitted.tls;
+        let info = ConnInfo {
+            security: admitted.security(),
+            lane: self.lane,
+        };
         let mut stopping = self.stopping;
+        let max_age = self.lane.max_age();
         let read_end = Box::pin(async move {
             tokio::select! {
-                () = tokio::time::sleep(MAX_AGE) => {}
+                () = tokio::time::sleep(max_age) => {}
                 _ = stopping.wait_for(|stop| *stop) => {}
             }
         });
-        let io = ReadEnd {
-            inner: tokio::io::join(admitted.read, admitted.write),
-            end: Some(read_end),
-        };
+        let io = ReadEnd::new(
+            tokio::io::join(admitted.read, admitted.write),
+            read_end,
+            self.lane.head_timeout(),
+            info,
+        );
         let serve = self.serve;
         let served = async {
             std::future::poll_fn(|cx| serve.poll_ready(cx)).await?;
@@ -324,7 +423,7 @@ impl Connection {
                 .call((io, Protocol::Http1, Some(admitted.client)))
                 .await
         };
-        match tokio::time::timeout(MAX_AGE + LINGER, served).await {
+        match tokio::time::timeout(max_age + LINGER, served).await {
             Ok(Ok(())) => {}
             Ok(Err(err)) => {
                 debug!(%peer, tls, error = %err, "HTTP connection ended with an error")
@@ -346,11 +445,35 @@ fn log_refusal(peer: SocketAddr, refused: &Refused) {
     }
 }
 
-/// A stream whose reads end (as at a half-close by the client) once `end` resolves; writes go
-/// on, so a request in flight is still answered.
+/// A stream whose reads end (as at a half-close by the client) once `end` resolves, or once a
+/// request that began (bytes read since the last answer was written) has not been answered
+/// within `head_timeout` of its first byte; writes go on, so a request in flight is still
+/// answered. Carries the connection's [`ConnInfo`] for the app.
 struct ReadEnd<S> {
     inner: S,
+    /// `None` once the reads ended.
     end: Option<LocalBoxFuture<'static, ()>>,
+    head_timeout: Duration,
+    /// Set by the first byte of a request, cleared by the answer's first write.
+    head_deadline: Option<Pin<Box<Sleep>>>,
+    info: ConnInfo,
+}
+
+impl<S> ReadEnd<S> {
+    fn new(
+        inner: S,
+        end: LocalBoxFuture<'static, ()>,
+        head_timeout: Duration,
+        info: ConnInfo,
+    ) -> Self {
+        Self {
+            inner,
+            end: Some(end),
+            head_timeout,
+            head_deadline: None,
+            info,
+        }
+    }
 }
 
 impl<S: AsyncRead + Unpin> AsyncRead for ReadEnd<S> {
@@ -360,12 +483,38 @@ impl<S: AsyncRead + Unpin> AsyncRead for ReadEnd<S> {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        match this.end.as_mut().map(|end| end.as_mut().poll(cx)) {
-            Some(Poll::Pending) => Pin::new(&mut this.inner).poll_read(cx, buf),
-            Some(Poll::Ready(())) | None => {
-                this.end = None;
-                Poll::Ready(Ok(()))
+        let ended = match this.end.as_mut() {
+            None => true,
+            Some(end) => {
+                end.as_mut().poll(cx).is_ready()
+                    || this
+                        .head_deadline
+                        .as_mut()
+                        .is_some_and(|deadline| deadline.as_mut().poll(cx).is_ready())
             }
+        };
+        if ended {
+            this.end = None;
+            return Poll::Ready(Ok(()));
+        }
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut this.inner).poll_read(cx, buf);
+        if buf.filled().len() > before && this.head_deadline.is_none() {
+            let mut deadline = Box::pin(tokio::time::sleep(this.head_timeout));
+            // Polled once, so that its end wakes this task.
+            let _ = deadline.as_mut().poll(cx);
+            this.head_deadline = Some(deadline);
+        }
+        polled
+    }
+}
+
+impl<S> ReadEnd<S> {
+    /// An answer is being written: the request it answers is whole, the next one's clock
+    /// starts with its first byte.
+    fn answered(&mut self, written: &Poll<io::Result<usize>>) {
+        if matches!(written, Poll::Ready(Ok(n)) if *n > 0) {
+            self.head_deadline = None;
         }
     }
 }
@@ -376,7 +525,10 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for ReadEnd<S> {
         cx: &mut TaskContext<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().inner).poll_write(cx, buf)
+        let this = self.get_mut();
+        let written = Pin::new(&mut this.inner).poll_write(cx, buf);
+        this.answered(&written);
+        written
     }
 
     fn poll_write_vectored(
@@ -384,7 +536,10 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for ReadEnd<S> {
         cx: &mut TaskContext<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().inner).poll_write_vectored(cx, bufs)
+        let this = self.get_mut();
+        let written = Pin::new(&mut this.inner).poll_write_vectored(cx, bufs);
+        this.answered(&written);
+        written
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -406,16 +561,70 @@ mod tests {
 
     use super::*;
 
+    fn info() -> ConnInfo {
+        ConnInfo {
+            security: Security::default(),
+            lane: Lane::Ordinary,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_request_that_does_not_arrive_whole_in_time_ends_the_reads() {
+        let (near, mut far) = tokio::io::duplex(64);
+        let mut stream = ReadEnd::new(
+            near,
+            Box::pin(std::future::pending()),
+            Duration::from_millis(100),
+            info(),
+        );
+        let mut buf = [0u8; 8];
+        // A request, answered: the clock stops with the answer.
+        far.write_all(b"GET").await.unwrap();
+        assert_eq!(stream.read(&mut buf).await.unwrap(), 3);
+        stream.write_all(b"200").await.unwrap();
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        // The next one trickles: its clock starts with its first byte.
+        far.write_all(b"G").await.unwrap();
+        assert_eq!(stream.read(&mut buf).await.unwrap(), 1);
+        let trickle = async {
+            loop {
+                tokio::time::sleep(Duration::from_millis(30)).await;
+                if far.write_all(b"E").await.is_err() {
+                    return;
+                }
+            }
+        };
+        let read_all = async {
+            let mut total = 0;
+            loop {
+                match stream.read(&mut buf).await.unwrap() {
+                    0 => return total,
+                    n => total += n,
+                }
+            }
+        };
+        let started = std::time::Instant::now();
+        let total = tokio::select! {
+            total = read_all => total,
+            () = trickle => unreachable!("the far end stays open"),
+        };
+        let took = started.elapsed();
+        assert!(total < 6, "{total} bytes read after the deadline");
+        assert!(took < Duration::from_secs(1), "{took:?}");
+    }
+
     #[tokio::test]
     async fn reads_end_when_the_end_comes_and_writes_go_on() {
         let (near, mut far) = tokio::io::duplex(64);
         let (end, ended) = oneshot::channel::<()>();
-        let mut stream = ReadEnd {
-            inner: near,
-            end: Some(Box::pin(async move {
+        let mut stream = ReadEnd::new(
+            near,
+            Box::pin(async move {
                 let _ = ended.await;
-            })),
-        };
+            }),
+            Duration::from_secs(60),
+            info(),
+        );
         far.write_all(b"GET").await.unwrap();
         let mut buf = [0u8; 8];
         assert_eq!(stream.read(&mut buf).await.unwrap(), 3);

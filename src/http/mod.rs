@@ -106,12 +106,13 @@ pub(crate) fn start(
     // Access is decided per routed resource (the router's decoded, normalized path), never on
     // the raw request path: `/%61pi/status` is `/api/status` to both.
     let probe = || from_fn(access::probe_class);
+    let health_probe = || from_fn(access::health_class);
     let status = || from_fn(access::status_class);
     let app = App::new()
         .app_data(web::Data::new(observed))
         .route("/metrics", web::get().to(metrics::scrape).wrap(probe()))
-        .route("/health", web::get().to(health).wrap(probe()))
-        .route("/ready", web::get().to(ready).wrap(probe()))
+        .route("/health", web::get().to(health).wrap(health_probe()))
+        .route("/ready", web::get().to(ready).wrap(health_probe()))
         .route("/rocketmq/{subgroup}", web::get().to(nsaddr).wrap(probe()))
         .route("/", web::get().to(status::page).wrap(status()))
         .route("/api/status", web::get().to(status::api).wrap(status()))

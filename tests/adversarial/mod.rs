@@ -5,6 +5,8 @@
 mod config_store;
 mod failed_attempts;
 mod http_paths;
+mod http_slots;
+mod signatures;
 
 use std::path::Path;
 use std::time::Duration;

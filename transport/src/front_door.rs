@@ -73,6 +73,25 @@ pub struct Admitted {
     /// The client: the address of the PROXY header, or the socket's peer.
     pub client: SocketAddr,
     pub tls: bool,
+    /// TLS with a client certificate the server verified (mutual TLS).
+    pub client_certificate: bool,
+}
+
+/// How a connection's bytes travel, as access control sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Security {
+    pub tls: bool,
+    /// A client certificate the server verified (only with `tls`).
+    pub client_certificate: bool,
+}
+
+impl Admitted {
+    pub fn security(&self) -> Security {
+        Security {
+            tls: self.tls,
+            client_certificate: self.client_certificate,
+        }
+    }
 }
 
 /// Why a connection was not let in.
@@ -162,6 +181,7 @@ impl FrontDoor {
                 write: Box::new(write),
                 client,
                 tls: false,
+                client_certificate: false,
             });
         }
         if self.mode == TlsMode::Disabled {
@@ -174,12 +194,16 @@ impl FrontDoor {
             .accept(Prefixed::new(prefix, stream))
             .await
             .map_err(Refused::Handshake)?;
+        // With client authentication on, a certificate the client presented was verified in
+        // the handshake (a bad one fails it).
+        let client_certificate = tls.get_ref().1.peer_certificates().is_some();
         let (read, write) = tokio::io::split(tls);
         Ok(Admitted {
             read: Box::new(read),
             write: Box::new(write),
             client,
             tls: true,
+            client_certificate,
         })
     }
 

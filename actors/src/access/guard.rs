@@ -16,8 +16,8 @@ use tracing::{debug, info, warn};
 use super::accounts::Accounts;
 use super::ledger::FailureLedger;
 use super::{
-    check_basic, AccessClass, AccessControl, AccountsChanged, AttemptFailed, Grant, Policy,
-    Refusal, SourceBlocked,
+    check_basic, AccessClass, AccessControl, AccountsChanged, AttemptFailed, Client, Grant,
+    Policy, Refusal, SourceBlocked,
 };
 use crate::file_watch::{fingerprint, DirWatch};
 
@@ -41,7 +41,7 @@ pub struct CurrentAccounts;
 pub struct CheckHttp {
     pub class: AccessClass,
     pub policy: Policy,
-    pub ip: IpAddr,
+    pub client: Client,
     /// `(access key, secret key)` of an `Authorization: Basic` header.
     pub basic: Option<(String, String)>,
 }
@@ -241,19 +241,20 @@ impl Handler<CheckHttp> for AccessGuard {
 
     fn handle(&mut self, msg: CheckHttp, _: &mut Context<Self>) -> Self::Result {
         let now = Instant::now();
-        let blocked = self.failures.blocked(msg.ip, now);
+        let ip = msg.client.ip;
+        let blocked = self.failures.blocked(ip, now);
         let basic = msg.basic.as_ref().map(|(k, s)| (k.as_str(), s.as_str()));
         let decided = check_basic(
             &msg.policy,
             msg.class,
             &self.accounts,
-            msg.ip,
+            msg.client,
             basic,
             blocked,
         );
         if let Err(refusal) = decided {
             if refusal.is_failed_attempt() {
-                self.count_failure(msg.ip, now);
+                self.count_failure(ip, now);
             }
         }
         decided

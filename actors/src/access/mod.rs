@@ -30,6 +30,7 @@ use rmq_protocol::{RemotingCommand, RequestCode, ResponseCode};
 
 use crate::route_cache::{CacheId, RouteCacheKeeper};
 pub use accounts::Accounts;
+pub use rmq_transport::front_door::Security;
 use ledger::{Block, FailureLedger};
 use tracing::warn;
 
@@ -157,12 +158,25 @@ pub struct Policy {
     pub networks: Option<Vec<IpNet>>,
     /// A valid signature (or a white-listed address) is needed.
     pub signed: bool,
+    /// Only over TLS (`access.signed_needs_tls`, for signed classes).
+    pub needs_tls: bool,
+    /// Only over TLS with a verified client certificate
+    /// (`access.admin_write_needs_client_cert`).
+    pub needs_client_cert: bool,
 }
 
 impl Policy {
     pub fn is_open(&self) -> bool {
-        self.networks.is_none() && !self.signed
+        self.networks.is_none() && !self.signed && !self.needs_tls && !self.needs_client_cert
     }
+}
+
+/// Who sends a request: the client's address (the PROXY header's, when a trusted balancer
+/// sends one) and how its connection travels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Client {
+    pub ip: IpAddr,
+    pub security: Security,
 }
 
 /// The policies of every class, fixed at start; cheap to ask on every request.
@@ -228,6 +242,10 @@ pub enum Refusal {
     NotAdmin,
     Disabled,
     TooManyFailures,
+    /// A class that is accepted over TLS only, over plaintext.
+    NeedsTls,
+    /// A class that needs a verified client certificate, without one.
+    NeedsClientCert,
 }
 
 impl Refusal {
@@ -241,10 +259,12 @@ impl Refusal {
             Refusal::NotAdmin => "not_admin",
             Refusal::Disabled => "disabled",
             Refusal::TooManyFailures => "too_many_failures",
+            Refusal::NeedsTls => "needs_tls",
+            Refusal::NeedsClientCert => "needs_client_cert",
         }
     }
 
-    pub const ALL: [Refusal; 7] = [
+    pub const ALL: [Refusal; 9] = [
         Refusal::AddressNotAllowed,
         Refusal::NoSignature,
         Refusal::UnknownAccessKey,
@@ -252,6 +272,8 @@ impl Refusal {
         Refusal::NotAdmin,
         Refusal::Disabled,
         Refusal::TooManyFailures,
+        Refusal::NeedsTls,
+        Refusal::NeedsClientCert,
     ];
 
     /// Whether it counts as a failed attempt toward the per-source limit (a guessed key or
@@ -279,6 +301,12 @@ impl Refusal {
             Refusal::TooManyFailures => format!(
                 "[access] too many failed attempts from {ip}; signed requests refused for a while"
             ),
+            Refusal::NeedsTls => format!(
+                "[access] {class} requests are accepted over TLS only (access.signed_needs_tls)"
+            ),
+            Refusal::NeedsClientCert => format!(
+                "[access] {class} requests need TLS with a client certificate (access.admin_write_needs_client_cert)"
+            ),
         }
     }
 
@@ -295,15 +323,15 @@ pub struct Grant {
     pub access_key: Option<String>,
 }
 
-/// Decides one request of `class` from `ip` (see docs/access.md#deciding-a-request): networks
-/// first, then RocketMQ's order: global white addresses, the access key, the account's white
-/// address, the signature, the admin flag. `blocked` says whether the source has used up its
-/// failed attempts.
+/// Decides one request of `class` from `client` (see docs/access.md#deciding-a-request):
+/// networks first, then the transport a class may need, then RocketMQ's order: global white
+/// addresses, the access key, the account's white address, the signature, the admin flag.
+/// `blocked` says whether the source has used up its failed attempts.
 pub fn check(
     policy: &Policy,
     class: AccessClass,
     accounts: &Accounts,
-    ip: IpAddr,
+    client: Client,
     cmd: &RemotingCommand,
     blocked: bool,
 ) -> Result<Grant, Refusal> {
@@ -311,7 +339,7 @@ pub fn check(
         policy,
         class,
         accounts,
-        ip,
+        client,
         cmd.ext(ACCESS_KEY),
         blocked,
         |secret| match signature::verify_command(cmd, secret) {
@@ -330,12 +358,12 @@ pub fn check_basic(
     policy: &Policy,
     class: AccessClass,
     accounts: &Accounts,
-    ip: IpAddr,
+    client: Client,
     basic: Option<(&str, &str)>,
     blocked: bool,
 ) -> Result<Grant, Refusal> {
     let (access_key, given) = basic.unzip();
-    decide(policy, class, accounts, ip, access_key, blocked, |secret| {
+    decide(policy, class, accounts, client, access_key, blocked, |secret| {
         if given.is_some_and(|given| constant_time_eq(given, secret)) {
             Ok(())
         } else {
@@ -349,16 +377,22 @@ fn decide(
     policy: &Policy,
     class: AccessClass,
     accounts: &Accounts,
-    ip: IpAddr,
+    client: Client,
     access_key: Option<&str>,
     blocked: bool,
     prove: impl FnOnce(&str) -> Result<(), Refusal>,
 ) -> Result<Grant, Refusal> {
-    let ip = patterns::canonical(ip);
+    let ip = patterns::canonical(client.ip);
     if let Some(networks) = &policy.networks {
         if !networks.iter().any(|net| net.contains(&ip)) {
             return Err(Refusal::AddressNotAllowed);
         }
+    }
+    if policy.needs_tls && !client.security.tls {
+        return Err(Refusal::NeedsTls);
+    }
+    if policy.needs_client_cert && !(client.security.tls && client.security.client_certificate) {
+        return Err(Refusal::NeedsClientCert);
     }
     if !policy.signed || accounts.globally_white(ip) {
         return Ok(Grant::default());
@@ -536,13 +570,18 @@ mod tests {
         cmd
     }
 
-    fn ip(text: &str) -> IpAddr {
-        text.parse().unwrap()
+    fn ip(text: &str) -> Client {
+        Client {
+            ip: text.parse().unwrap(),
+            security: Security::default(),
+        }
     }
 
     const SIGNED: Policy = Policy {
         networks: None,
         signed: true,
+        needs_tls: false,
+        needs_client_cert: false,
     };
 
     #[test]
@@ -661,6 +700,7 @@ mod tests {
         let fenced = Policy {
             networks: Some(vec!["192.0.2.0/24".parse().unwrap()]),
             signed: true,
+            ..Policy::default()
         };
         assert_eq!(
             check(

@@ -127,6 +127,15 @@ pub struct AccessSettings {
     /// How often the ACL file is checked when file-system events do not come.
     #[serde(with = "humantime_serde")]
     pub reload_check_interval: Duration,
+    /// Requests of a `signed` class are accepted over TLS only: a RocketMQ signature does not
+    /// cover the request code nor where one field ends and the next begins, so a signed request
+    /// seen on the wire could be sent again changed (docs/access.md#what-a-signature-covers).
+    /// Needs `tls.mode` permissive or enforcing.
+    pub signed_needs_tls: bool,
+    /// `admin_write` requests are accepted only over TLS with a client certificate the server
+    /// verified (mutual TLS). Needs `tls.mode` permissive or enforcing and
+    /// `tls.server.need_client_auth` optional or require.
+    pub admin_write_needs_client_cert: bool,
     /// REGISTER_BROKER, UNREGISTER_BROKER, BROKER_HEARTBEAT, QUERY_DATA_VERSION.
     pub broker: ClassSetting,
     /// Routes, cluster info, member groups, topic lists, KV reads.
@@ -153,6 +162,8 @@ impl Default for AccessSettings {
             max_failures: 10,
             failure_window: Duration::from_secs(60),
             reload_check_interval: Duration::from_secs(10),
+            signed_needs_tls: false,
+            admin_write_needs_client_cert: false,
             broker: ClassSetting::default(),
             read: ClassSetting::default(),
             admin_read: ClassSetting::default(),
@@ -192,6 +203,9 @@ impl AccessSettings {
                     .needs_networks()
                     .then(|| self.class(class).networks.clone()),
                 signed: kind.signed(),
+                needs_tls: kind.signed() && self.signed_needs_tls,
+                needs_client_cert: class == AccessClass::AdminWrite
+                    && self.admin_write_needs_client_cert,
             }
         })
     }

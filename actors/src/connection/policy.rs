@@ -40,7 +40,11 @@ impl Connection {
             let blocked = access::failures_on_this_thread(services.route_cache, &services.access, |l| {
                 l.blocked(ip, now)
             });
-            match access::check(policy, class, &accounts, ip, cmd, blocked) {
+            let client = access::Client {
+                ip,
+                security: self.security,
+            };
+            match access::check(policy, class, &accounts, client, cmd, blocked) {
                 Ok(grant) => access_key = grant.access_key,
                 Err(refusal) => {
                     self.access_refused(cmd, class, refusal, now);
