@@ -3,6 +3,7 @@
 //! running server, and checks the class of the hole as well as the case.
 
 mod config_store;
+mod acl_file;
 mod failed_attempts;
 mod http_paths;
 mod http_slots;

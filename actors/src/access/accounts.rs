@@ -6,7 +6,7 @@
 //!   - 10.10.103.*
 //! accounts:                        # 4.x plain ACL
 //!   - accessKey: rocketmq2
-//!     secretKey: 12345678          # numbers are read as text, as Java reads them
+//!     secretKey: 12345678          # every scalar is read as the text written (0x1F stays 0x1F)
 //!     whiteRemoteAddress: 192.168.1.*
 //!     admin: true
 //! users:                           # ACL 2.0 shape
@@ -26,7 +26,6 @@ use std::path::Path;
 
 use rmq_transport::Secret;
 use serde::Deserialize;
-use serde_yaml_ng::Value;
 
 use super::patterns::AddressPattern;
 
@@ -66,7 +65,7 @@ pub enum AclFileError {
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 struct AclFile {
-    global_white_remote_addresses: Option<Vec<Value>>,
+    global_white_remote_addresses: Option<Vec<Option<Scalar>>>,
     accounts: Option<Vec<PlainAccount>>,
     users: Option<Vec<User>>,
 }
@@ -74,29 +73,91 @@ struct AclFile {
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct PlainAccount {
-    access_key: Option<Value>,
-    secret_key: Option<Value>,
-    white_remote_address: Option<Value>,
-    admin: Option<Value>,
+    access_key: Option<Scalar>,
+    secret_key: Option<Scalar>,
+    white_remote_address: Option<Scalar>,
+    admin: Option<Scalar>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct User {
-    username: Option<Value>,
-    password: Option<Value>,
-    user_type: Option<Value>,
-    user_status: Option<Value>,
+    username: Option<Scalar>,
+    password: Option<Scalar>,
+    user_type: Option<Scalar>,
+    user_status: Option<Scalar>,
 }
 
-/// A scalar as Java's YAML reader turns it into a string; `None` for null or a collection.
-fn scalar(value: Option<&Value>) -> Option<String> {
-    match value? {
-        Value::String(s) => Some(s.clone()),
-        Value::Number(n) => Some(n.to_string()),
-        Value::Bool(b) => Some(b.to_string()),
-        _ => None,
+/// A scalar exactly as written in the file (quotes removed): `0x1F`, `1e3`, `1.10`, `+12`
+/// and `0o17` stay that text, as Java's loader keeps the text of a String field, where YAML's
+/// own typing would read numbers (and secrets signed with their text would no longer match).
+/// A sequence or a mapping is an error naming the field, never its content.
+struct Scalar(String);
+
+impl std::fmt::Debug for Scalar {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // It may be a secret.
+        f.write_str("Scalar(..)")
     }
+}
+
+impl<'de> Deserialize<'de> for Scalar {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Text;
+        impl serde::de::Visitor<'_> for Text {
+            type Value = Scalar;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a scalar (text, number or boolean)")
+            }
+
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Scalar, E> {
+                Ok(Scalar(v.to_owned()))
+            }
+
+            fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<Scalar, E> {
+                Ok(Scalar(v.to_string()))
+            }
+
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Scalar, E> {
+                Ok(Scalar(v.to_string()))
+            }
+
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Scalar, E> {
+                Ok(Scalar(v.to_string()))
+            }
+        }
+        deserializer.deserialize_str(Text)
+    }
+}
+
+/// The text of a scalar; `None` for null.
+fn scalar(value: Option<&Scalar>) -> Option<String> {
+    value.map(|s| s.0.clone())
+}
+
+/// A parse error without any of the file's content: what the parser quotes (between backticks
+/// or double quotes) may be a secret, so it is left out; the path (`accounts[8].secretKey`),
+/// the kind of error and the position stay.
+fn redacted(error: &serde_yaml_ng::Error) -> String {
+    let text = error.to_string();
+    let mut out = String::with_capacity(text.len());
+    let mut quote: Option<char> = None;
+    for c in text.chars() {
+        match quote {
+            Some(q) if c == q => {
+                out.push_str("(value not shown)");
+                quote = None;
+            }
+            Some(_) => {}
+            None if c == '`' || c == '"' => quote = Some(c),
+            None => out.push(c),
+        }
+    }
+    if quote.is_some() {
+        out.push_str("(value not shown)");
+    }
+    out
 }
 
 impl Accounts {
@@ -127,7 +188,7 @@ impl Accounts {
         } else {
             // `null` or a document of only comments parses as unit: no accounts.
             serde_yaml_ng::from_str::<Option<AclFile>>(text)
-                .map_err(|e| e.to_string())?
+                .map_err(|e| redacted(&e))?
                 .unwrap_or_default()
         };
         let mut accounts = Accounts::default();
@@ -137,7 +198,7 @@ impl Accounts {
             .iter()
             .enumerate()
         {
-            let Some(text) = scalar(Some(entry)) else {
+            let Some(text) = scalar(entry.as_ref()) else {
                 continue;
             };
             let pattern = AddressPattern::parse(&text)
@@ -324,6 +385,54 @@ dataVersion:
             assert!(err.contains(expected), "{text}: {err}");
             assert!(!err.contains("topsecret"), "{err}");
         }
+    }
+
+    #[test]
+    fn numeric_looking_secrets_keep_their_text() {
+        for secret in [
+            "0x1F",
+            "1e3",
+            "1.10",
+            "0o17",
+            "+12",
+            "00123456",
+            "12345678",
+            "1_000",
+            "98765432109876543210987",
+            ".inf",
+            "-.5",
+            "true",
+            "~x",
+        ] {
+            let text = format!("accounts:\n  - accessKey: k\n    secretKey: {secret}\n");
+            let accounts = Accounts::parse(&text).unwrap();
+            assert_eq!(accounts.get("k").unwrap().secret.expose(), secret);
+        }
+        // Quoted, the same text.
+        let accounts =
+            Accounts::parse("accounts:\n  - accessKey: 007\n    secretKey: '0x1F'\n").unwrap();
+        assert_eq!(accounts.get("007").unwrap().secret.expose(), "0x1F");
+    }
+
+    #[test]
+    fn parse_errors_never_show_a_value() {
+        for text in [
+            "accounts:\n  - accessKey: k\n    secretKey: [98765432109876543210987]\n",
+            "accounts:\n  - accessKey: k\n    secretKey: {a: 98765432109876543210987}\n",
+            "accounts:\n  - accessKey: k\n    secretKey: \"98765432109876543210987\n",
+            "accounts: 98765432109876543210987\n",
+            "accounts:\n  - 98765432109876543210987\n",
+            "users:\n  - username: u\n    password:\n      - 98765432109876543210987\n",
+            "accounts:\n  - accessKey: k\n    secretKey: 98765432109876543210987\n   bad: [\n",
+        ] {
+            let err = Accounts::parse(text).unwrap_err();
+            assert!(!err.contains("98765"), "{err}");
+        }
+        let err = Accounts::parse(
+            "accounts:\n  - accessKey: k\n    secretKey: [98765432109876543210987]\n",
+        )
+        .unwrap_err();
+        assert!(err.contains("accounts[0].secretKey"), "{err}");
     }
 
     #[test]
