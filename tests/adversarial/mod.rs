@@ -7,6 +7,7 @@ mod acl_file;
 mod failed_attempts;
 mod http_paths;
 mod http_slots;
+mod proxy_split;
 mod signatures;
 
 use std::path::Path;

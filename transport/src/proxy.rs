@@ -66,33 +66,45 @@ pub enum Parsed {
 
 /// Parses the header at the start of `buf` (which [`detect`] found `Present`).
 pub fn parse(buf: &[u8]) -> Parsed {
+    if buf.starts_with(V1_PREFIX) {
+        return parse_v1(buf);
+    }
     let result = HeaderResult::parse(buf);
     if result.is_incomplete() {
-        // A v1 header is one line of at most 107 bytes: once its line has ended (or cannot end
-        // in time), nothing more can complete it.
-        let v1_line_done = buf.starts_with(V1_PREFIX) && {
-            let window = &buf[..buf.len().min(MAX_V1_BYTES)];
-            window.windows(2).any(|w| w == b"\r\n") || buf.len() >= MAX_V1_BYTES
-        };
-        return if v1_line_done {
-            Parsed::Invalid("bad PROXY v1 header".to_owned())
-        } else if buf.len() >= MAX_HEADER_BYTES {
+        return if buf.len() >= MAX_HEADER_BYTES {
             Parsed::Invalid("PROXY header longer than the protocol allows".to_owned())
         } else {
             Parsed::Incomplete
         };
     }
+    complete(result)
+}
+
+/// A v1 header is one line of at most 107 bytes, ended by CRLF: only a whole line is parsed
+/// (ppp reads a line cut after a field, `PROXY TCP4 src dst sport ` waiting for its last
+/// port, as a bad header), and once the line has ended (or cannot end in time) nothing more
+/// can complete it.
+fn parse_v1(buf: &[u8]) -> Parsed {
+    let window = &buf[..buf.len().min(MAX_V1_BYTES)];
+    let Some(cr) = window.iter().position(|b| *b == b'\r') else {
+        return if buf.len() >= MAX_V1_BYTES {
+            Parsed::Invalid("bad PROXY v1 header: no CRLF within 107 bytes".to_owned())
+        } else {
+            Parsed::Incomplete
+        };
+    };
+    match buf.get(cr + 1) {
+        None => Parsed::Incomplete,
+        Some(b'\n') => complete(HeaderResult::parse(&buf[..cr + 2])),
+        Some(_) => Parsed::Invalid("bad PROXY v1 header: it does not end in CRLF".to_owned()),
+    }
+}
+
+/// What a header that ppp read whole says.
+fn complete(result: HeaderResult<'_>) -> Parsed {
     match result {
-        // ppp ends a v1 line two bytes after its first CR whatever the second byte is, so it took
-        // `PROXY UNKNOWN …\n\rX` for a header ending in `X`, one byte shorter when the read ended
-        // at the CR. Only a CRLF ends a header: a line still ending in its CR waits for the next
-        // byte, any other ending is not a header.
         HeaderResult::V1(Ok(header)) if !header.header.ends_with("\r\n") => {
-            if header.header.len() == buf.len() && header.header.ends_with('\r') {
-                Parsed::Incomplete
-            } else {
-                Parsed::Invalid("bad PROXY v1 header: it does not end in CRLF".to_owned())
-            }
+            Parsed::Invalid("bad PROXY v1 header: it does not end in CRLF".to_owned())
         }
         HeaderResult::V1(Ok(header)) => {
             let source = match header.addresses {
@@ -223,6 +235,29 @@ mod tests {
                 len: 17
             })
         );
+    }
+
+    #[test]
+    fn every_prefix_of_a_header_waits_for_the_rest() {
+        let headers: [&[u8]; 4] = [
+            b"PROXY TCP4 10.20.30.40 127.0.0.1 40000 9876\r\n",
+            b"PROXY TCP6 2001:db8::7 ::1 40000 9876\r\n",
+            b"PROXY UNKNOWN\r\n",
+            &v2(0x1, &[10, 20, 30, 40, 127, 0, 0, 1, 0x9c, 0x40, 0x26, 0x94]),
+        ];
+        for header in headers {
+            let mut stream = header.to_vec();
+            stream.extend_from_slice(b"\0\0\0\x10rest");
+            for cut in 1..header.len() {
+                assert_eq!(
+                    parse(&stream[..cut]),
+                    Parsed::Incomplete,
+                    "{:?} cut at {cut}",
+                    String::from_utf8_lossy(header)
+                );
+            }
+            assert!(matches!(parse(&stream), Parsed::Complete(h) if h.len == header.len()));
+        }
     }
 
     #[test]
