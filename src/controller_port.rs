@@ -54,11 +54,22 @@ pub struct Shared<'a> {
     pub client_tls: Option<Arc<ClientConfig>>,
 }
 
-/// Starts the controller when `config.controller.enabled` (inside a running System).
-pub fn start(
-    config: &Config,
-    shared: Shared<'_>,
-) -> Result<Option<ControllerPort>, ControllerStartError> {
+/// A controller ready to start: everything that can fail is done (its address bound, its state
+/// file read, its settings checked), no actor runs yet.
+pub struct Prepared {
+    addr: SocketAddr,
+    incoming: tokio::net::TcpListener,
+    settings: rmq_actors::controller::ControllerSettings,
+    etcd: EtcdSettings,
+    file: Option<FileStore>,
+    store_name: String,
+    server: rmq_actors::settings::ServerSettings,
+}
+
+/// Prepares the controller when `config.controller.enabled` (inside a running System): binds
+/// its address and reads its state, so that a bad file or a taken port stops the start before
+/// any actor runs.
+pub fn prepare(config: &Config) -> Result<Option<Prepared>, ControllerStartError> {
     let section = &config.controller;
     let Some(addr) = section
         .listen()
@@ -67,7 +78,6 @@ pub fn start(
         return Ok(None);
     };
     let settings = section.settings(config.registry.scan_interval);
-    let me = settings.me();
     let etcd = EtcdSettings {
         endpoints: section.etcd_list(),
         prefix: section.etcd_prefix.clone(),
@@ -78,59 +88,79 @@ pub fn start(
     let bound = std::net::TcpListener::bind(addr)
         .and_then(|l| l.set_nonblocking(true).map(|()| l))
         .map_err(|source| ControllerStartError::Bind { addr, source })?;
-    // Without etcd, one controller and its local file (read now: a bad file stops start-up).
-    let file = if etcd.enabled() {
-        None
-    } else {
-        Some(FileStore::open(
-            &expand_home(&section.store_path),
-            me.clone(),
-        )?)
-    };
-    let store_name = if etcd.enabled() {
-        format!("etcd {} under {}", etcd.endpoints.join(","), etcd.prefix)
-    } else {
-        expand_home(&section.store_path).display().to_string()
-    };
-    let initial = file
-        .as_ref()
-        .map(FileStore::initial_events)
-        .unwrap_or_default();
-    let arbiter = Arbiter::new();
-    let client_tls = shared.client_tls;
-    let me_store = me.clone();
-    let controller = Controller::start_in_arbiter(&arbiter.handle(), move |ctx| {
-        let events = ctx.address().recipient();
-        let store = match file {
-            Some(file) => file.reporting_to(events).start().recipient(),
-            None => EtcdStore::new(etcd, me_store, events).start().recipient(),
-        };
-        Controller::new(settings, store, client_tls)
-    });
-    for event in initial {
-        controller.do_send(event);
-    }
     let incoming = tokio::net::TcpListener::from_std(bound)
         .map_err(|source| ControllerStartError::Bind { addr, source })?;
-    let services = Services {
-        opened: controller.clone().recipient(),
-        closed: controller.clone().recipient(),
-        controller: Some(controller.clone()),
-        ..shared.services
+    // Without etcd, one controller and its local file (read now: a bad file stops start-up).
+    let (file, store_name) = if etcd.enabled() {
+        let name = format!("etcd {} under {}", etcd.endpoints.join(","), etcd.prefix);
+        (None, name)
+    } else {
+        let dir = expand_home(&section.store_path);
+        let file = FileStore::open(&dir, settings.me())?;
+        (Some(file), dir.display().to_string())
     };
-    let listener = Listener::new(ListenerSetup {
-        listener: incoming,
-        front_door: shared.front_door,
-        workers: shared.workers.iter().map(Arbiter::handle).collect(),
-        settings: config.server.clone(),
-        services,
-    })
-    .start();
-    info!(addr = %addr, id = %me.id, store = %store_name, "controller listening");
-    Ok(Some(ControllerPort {
+    Ok(Some(Prepared {
         addr,
-        controller,
-        listener,
-        arbiter,
+        incoming,
+        settings,
+        etcd,
+        file,
+        store_name,
+        server: config.server.clone(),
     }))
+}
+
+impl Prepared {
+    /// Starts the controller and its port (cannot fail: [`prepare`] did what can).
+    pub fn start(self, shared: Shared<'_>) -> ControllerPort {
+        let Prepared {
+            addr,
+            incoming,
+            settings,
+            etcd,
+            file,
+            store_name,
+            server,
+        } = self;
+        let me = settings.me();
+        let initial = file
+            .as_ref()
+            .map(FileStore::initial_events)
+            .unwrap_or_default();
+        let arbiter = Arbiter::new();
+        let client_tls = shared.client_tls;
+        let me_store = me.clone();
+        let controller = Controller::start_in_arbiter(&arbiter.handle(), move |ctx| {
+            let events = ctx.address().recipient();
+            let store = match file {
+                Some(file) => file.reporting_to(events).start().recipient(),
+                None => EtcdStore::new(etcd, me_store, events).start().recipient(),
+            };
+            Controller::new(settings, store, client_tls)
+        });
+        for event in initial {
+            controller.do_send(event);
+        }
+        let services = Services {
+            opened: controller.clone().recipient(),
+            closed: controller.clone().recipient(),
+            controller: Some(controller.clone()),
+            ..shared.services
+        };
+        let listener = Listener::new(ListenerSetup {
+            listener: incoming,
+            front_door: shared.front_door,
+            workers: shared.workers.iter().map(Arbiter::handle).collect(),
+            settings: server,
+            services,
+        })
+        .start();
+        info!(addr = %addr, id = %me.id, store = %store_name, "controller listening");
+        ControllerPort {
+            addr,
+            controller,
+            listener,
+            arbiter,
+        }
+    }
 }

@@ -116,6 +116,14 @@ fn main() -> ExitCode {
     warn_no_effect_keys(&config);
     let system = actix::System::new();
     let result = system.block_on(run(config));
+    // Actors still there stop as the System is dropped, and some ask for a timer as they do:
+    // drop it inside its runtime's context, so that a failed start or a lost actor ends with
+    // its message, not a panic.
+    let runtime = system.runtime().tokio_runtime().handle().clone();
+    {
+        let _entered = runtime.enter();
+        drop(system);
+    }
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {

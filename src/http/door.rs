@@ -131,12 +131,14 @@ pub(crate) struct HttpDoor {
 }
 
 impl HttpDoor {
-    /// Starts serving `app` on `listener` through `front_door`, on the current arbiter.
+    /// Starts serving `app` on `listener` (at `local_addr`) through `front_door`, on the current
+    /// arbiter.
     pub(crate) fn start<I, S, B>(
         listener: TcpListener,
+        local_addr: SocketAddr,
         front_door: FrontDoor,
         app: I,
-    ) -> io::Result<Addr<Self>>
+    ) -> Addr<Self>
     where
         I: IntoServiceFactory<S, Request>,
         S: ServiceFactory<Request, Config = AppConfig> + 'static,
@@ -147,7 +149,6 @@ impl HttpDoor {
         <S::Service as Service<Request>>::Future: 'static,
         B: MessageBody + 'static,
     {
-        let local_addr = listener.local_addr()?;
         let app = app
             .into_factory()
             .map_err(|err| err.into().error_response());
@@ -162,7 +163,7 @@ impl HttpDoor {
             .finish(map_config(app, |_| AppConfig::default()));
         let init = async move { factory.new_service(()).await.map(boxed::service) };
         let (stopping, _) = watch::channel(false);
-        Ok(Self {
+        Self {
             local_addr,
             listener: Some(listener),
             accepting: None,
@@ -178,7 +179,7 @@ impl HttpDoor {
             refused: 0,
             refusal_logged: None,
         }
-        .start())
+        .start()
     }
 
     /// The lane a new connection from `source` gets, if any (see the module docs).

@@ -91,17 +91,16 @@ impl HttpPort {
 /// How long a stop lets open HTTP requests finish.
 const HTTP_SHUTDOWN: Duration = Duration::from_secs(2);
 
-/// Starts the HTTP port on `listener` (bound by the caller, so a bind error names the address
-/// before anything starts, and non-blocking), admitting connections through `front_door` (the
-/// remoting port's TLS mode and certificate; no PROXY header). Must run inside an actix System:
-/// the port is served on the current arbiter.
+/// Starts the HTTP port on `listener` at `addr` (bound by the caller, so a bind error names the
+/// address before anything starts), admitting connections through `front_door` (the remoting
+/// port's TLS mode and certificate; no PROXY header). Must run inside an actix System: the port
+/// is served on the current arbiter.
 pub(crate) fn start(
-    listener: std::net::TcpListener,
+    listener: tokio::net::TcpListener,
+    addr: SocketAddr,
     front_door: FrontDoor,
     observed: Observed,
-) -> std::io::Result<HttpPort> {
-    let addr = listener.local_addr()?;
-    let listener = tokio::net::TcpListener::from_std(listener)?;
+) -> HttpPort {
     let tls = front_door.mode;
     // Access is decided per routed resource (the router's decoded, normalized path), never on
     // the raw request path: `/%61pi/status` is `/api/status` to both.
@@ -117,9 +116,9 @@ pub(crate) fn start(
         .route("/", web::get().to(status::page).wrap(status()))
         .route("/api/status", web::get().to(status::api).wrap(status()))
         .default_service(web::route().to(not_found).wrap(probe()));
-    let door = HttpDoor::start(listener, front_door, app)?;
+    let door = HttpDoor::start(listener, addr, front_door, app);
     info!(%addr, ?tls, "HTTP port started (metrics, health, address server, status page)");
-    Ok(HttpPort { addr, door })
+    HttpPort { addr, door }
 }
 
 fn text(body: String) -> HttpResponse {
