@@ -56,16 +56,9 @@ impl RuntimeConfig {
     fn prepare(&self, body: &[u8]) -> Result<Prepared, ConfigUpdateError> {
         let text = String::from_utf8_lossy(body);
         let props = properties::parse(&text).map_err(|_| ConfigUpdateError::Unparsable)?;
-        for (key, value) in &props {
-            if let Some(c) = properties::control_char(key).or(properties::control_char(value)) {
-                warn!(key = %Clipped(key), "config update refused: a control character");
-                return Err(ConfigUpdateError::Invalid {
-                    key: key.clone(),
-                    reason: format!(
-                        "{c:?}: a line break or control character has no place in a setting"
-                    ),
-                });
-            }
+        if let Err(reason) = rmq_actors::settings::check_update(&props) {
+            warn!(reason = %Clipped(&reason), "config update refused");
+            return Err(ConfigUpdateError::Refused(reason));
         }
         if let Some(key) = props.keys().find(|k| self.black_list.contains(k)) {
             warn!(key = %Clipped(key), "config update refused: black-listed key");

@@ -410,6 +410,15 @@ fn delete_topic(cmd: &RemotingCommand) -> Decoded<DeleteTopic> {
 fn register_topic(cmd: &RemotingCommand) -> Decoded<RegisterTopic> {
     let h = read_header::<RegisterTopicHeader>(cmd)?;
     let route = json_body::<TopicRouteData>(cmd, "TopicRouteData")?;
+    let names = std::iter::once(h.topic.as_str()).chain(
+        route
+            .iter()
+            .flat_map(|r| r.queue_datas.iter().map(|q| q.broker_name.as_str())),
+    );
+    for name in names {
+        crate::stored::name("a topic or broker name", name)
+            .map_err(|e| system_error(format!("refused: {e}")))?;
+    }
     Ok(RegisterTopic {
         topic: h.topic,
         queue_datas: route.map(|r| r.queue_datas).unwrap_or_default(),

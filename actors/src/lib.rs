@@ -41,5 +41,6 @@ pub mod response;
 pub mod route;
 pub mod route_cache;
 pub mod settings;
+pub mod stored;
 pub mod tls_reload;
 pub mod worker;

@@ -324,8 +324,18 @@ pub struct ApplySettings {
 #[derive(Debug, Message)]
 #[rtype(result = "()")]
 pub struct OrderTopicConfChanged {
+    pub change: OrderTopicConf,
+}
+
+/// A change of the ORDER_TOPIC_CONFIG namespace: one entry (what a KV request changes, so a
+/// change costs the registry its own size, not the namespace's), or the whole of it (at start,
+/// after a reload).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OrderTopicConf {
     /// `None` when the namespace does not exist (REGISTER_BROKER replies then carry no body).
-    pub table: Option<BTreeMap<String, String>>,
+    Whole(Option<BTreeMap<String, String>>),
+    /// The namespace exists and `key` now holds `value` (`None`: nothing).
+    Entry { key: String, value: Option<String> },
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -387,6 +397,9 @@ pub enum KvReplyError {
     /// The shared store (etcd) did not take the change; the reason says whether it may still
     /// have reached it.
     StoreUnavailable(String),
+    /// The change would take the store past one of its bounds (kv::MAX_NAMESPACES, ...):
+    /// nothing changed.
+    Refused(String),
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -416,6 +429,9 @@ pub enum ConfigUpdateError {
     /// A value that does not parse or is out of range: nothing changed.
     #[error("invalid value for {key}: {reason}")]
     Invalid { key: String, reason: String },
+    /// A key or value no update may hold (a control character, too long): nothing changed.
+    #[error("{0}")]
+    Refused(String),
     /// Applied, but the config store file could not be written.
     #[error("the update is applied but could not be saved: {0}")]
     NotPersisted(String),

@@ -34,6 +34,7 @@ use crate::limits::{InflationLease, Limit, Limits, Refused, ReserveInflation};
 use crate::messages::{RegisterBroker, RegisterBrokerReply};
 use crate::registry::RouteRegistry;
 use crate::response::read_header;
+use crate::stored;
 use crate::response::{overloaded, system_error, IntoResponse};
 use crate::route::{ConnId, NeedTopics, Registration, TopicSummary, TopicTable, TopicsPayload};
 
@@ -242,6 +243,7 @@ pub fn decode_registration(
     previous: Option<&BodyMemo>,
 ) -> Result<(RegisterBroker, BodyMemo), RemotingCommand> {
     let h = read_header::<RegisterBrokerHeader>(cmd)?;
+    bounded_header(&h).map_err(refused)?;
     let body = cmd.body_bytes();
     if h.body_crc32 != 0 {
         let crc = (crc32fast::hash(body) & 0x7FFF_FFFF) as i32;
@@ -290,6 +292,7 @@ pub fn decode_registration(
                 max_inflated_body,
             )
             .map_err(|e| system_error(e.to_string()))?;
+            bounded_body(&decoded).map_err(refused)?;
             let filter_servers =
                 (cmd.version >= version::V3_0_11).then_some(decoded.filter_server_list);
             let payload = TopicsPayload::Full(TopicTable::new(decoded.topic_config_wrapper));
@@ -316,6 +319,52 @@ pub fn decode_registration(
         mq_version: cmd.version,
     };
     Ok((RegisterBroker { registration }, memo))
+}
+
+/// The answer to a registration holding a string longer than the registry keeps.
+fn refused(too_long: stored::TooLong) -> RemotingCommand {
+    system_error(format!("registration refused: {too_long}"))
+}
+
+/// REGISTER_BROKER's header strings the registry keeps, within their bounds (crate::stored).
+fn bounded_header(h: &RegisterBrokerHeader) -> Result<(), stored::TooLong> {
+    stored::name("clusterName", &h.cluster_name)?;
+    stored::name("brokerName", &h.broker_name)?;
+    stored::address("brokerAddr", &h.broker_addr)?;
+    if let Some(ha) = &h.ha_server_addr {
+        stored::address("haServerAddr", ha)?;
+    }
+    if let Some(zone) = &h.zone_name {
+        stored::name("zoneName", zone)?;
+    }
+    Ok(())
+}
+
+/// The body's strings the registry keeps: topic names, topic attributes, the static-topic
+/// mappings' names, filter servers.
+fn bounded_body(body: &RegisterBrokerBody) -> Result<(), stored::TooLong> {
+    let wrapper = &body.topic_config_wrapper;
+    for (topic, config) in &wrapper.topic_config_table {
+        stored::name("a topic name", topic)?;
+        stored::name("a topic name", &config.topic_name)?;
+        for (key, value) in &config.attributes {
+            stored::name("a topic attribute's key", key)?;
+            stored::bounded("a topic attribute's value", value, stored::MAX_SETTING_BYTES)?;
+        }
+    }
+    for (topic, mapping) in &wrapper.topic_queue_mapping_info_map {
+        stored::name("a mapped topic's name", topic)?;
+        for name in [&mapping.bname, &mapping.scope, &mapping.topic]
+            .into_iter()
+            .flatten()
+        {
+            stored::name("a topic mapping's name", name)?;
+        }
+    }
+    for server in &body.filter_server_list {
+        stored::address("a filter server", server)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

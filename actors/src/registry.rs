@@ -3,6 +3,7 @@
 //! connection thread's route cache and the handler's answer waits until all of them applied it
 //! (docs/actors.md#route-queries).
 
+use std::cell::OnceCell;
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::Arc;
@@ -42,11 +43,12 @@ pub struct RouteRegistry {
     settings: RegistrySettings,
     /// Cluster-test mode: routes always carry orderTopicConf and are always legacy JSON.
     cluster_test: bool,
-    /// A copy of the KV namespace ORDER_TOPIC_CONFIG, pushed by the KV store on every change.
-    order_topic_conf: BTreeMap<String, String>,
-    /// That namespace encoded as a KVTable, for REGISTER_BROKER replies; `None` when it does
-    /// not exist.
-    order_topic_conf_body: Option<Bytes>,
+    /// A copy of the KV namespace ORDER_TOPIC_CONFIG, kept current by the KV store's changes;
+    /// `None` when it does not exist.
+    order_topic_conf: Option<BTreeMap<String, String>>,
+    /// That namespace encoded as a KVTable, for REGISTER_BROKER replies: encoded at the first
+    /// reply after a change, so that a burst of changes costs one encoding.
+    order_topic_conf_body: OnceCell<Option<Bytes>>,
     /// When this registry started; route queries may wait `wait_for_service` after it.
     started_at: Instant,
     /// Bumped at every route change; survives restarts (worker caches compare against it).
@@ -81,8 +83,8 @@ impl RouteRegistry {
             tables: new_tables(&settings),
             settings,
             cluster_test,
-            order_topic_conf: BTreeMap::new(),
-            order_topic_conf_body: None,
+            order_topic_conf: None,
+            order_topic_conf_body: OnceCell::new(),
             started_at: Instant::now(),
             generation: 0,
             workers,
@@ -96,6 +98,58 @@ impl RouteRegistry {
     pub fn with_outbound_tls(mut self, tls: Option<Arc<rustls::ClientConfig>>) -> Self {
         self.outbound_tls = tls;
         self
+    }
+
+    /// ORDER_TOPIC_CONFIG's value of `topic`.
+    fn order_conf_of(&self, topic: &str) -> Option<&str> {
+        self.order_topic_conf.as_ref()?.get(topic).map(String::as_str)
+    }
+
+    /// Applies a change of ORDER_TOPIC_CONFIG. Routes show a value only with
+    /// orderMessageEnable, but it may be switched on later: the encoded route of every topic
+    /// whose value changed is dropped either way.
+    fn change_order_conf(&mut self, change: OrderTopicConf) {
+        match change {
+            OrderTopicConf::Whole(new) => {
+                let old = std::mem::take(&mut self.order_topic_conf).unwrap_or_default();
+                let empty = BTreeMap::new();
+                let new_table = new.as_ref().unwrap_or(&empty);
+                for topic in old.keys().chain(new_table.keys()) {
+                    if old.get(topic) != new_table.get(topic) {
+                        self.tables.invalidate_topic(topic);
+                    }
+                }
+                self.order_topic_conf = new;
+            }
+            OrderTopicConf::Entry { key, value } => {
+                let table = self.order_topic_conf.get_or_insert_with(BTreeMap::new);
+                let unchanged = match value {
+                    Some(value) => table.insert(key.clone(), value.clone()) == Some(value),
+                    None => table.remove(&key).is_none(),
+                };
+                if !unchanged {
+                    self.tables.invalidate_topic(&key);
+                }
+            }
+        }
+        self.order_topic_conf_body = OnceCell::new();
+    }
+
+    /// ORDER_TOPIC_CONFIG as a KVTable body, for REGISTER_BROKER replies (encoded once per
+    /// change).
+    fn order_conf_body(&self) -> Option<Bytes> {
+        self.order_topic_conf_body
+            .get_or_init(|| {
+                self.order_topic_conf.as_ref().map(|table| {
+                    Bytes::from(to_json(
+                        &KvTable {
+                            table: table.clone(),
+                        },
+                        JsonStyle::Legacy,
+                    ))
+                })
+            })
+            .clone()
     }
 
     /// NOTIFY_MIN_BROKER_ID_CHANGE (905) for the groups whose smallest broker id changed, when
@@ -199,7 +253,10 @@ impl RouteRegistry {
         };
         let order_conf = self
             .shows_order_conf()
-            .then(|| self.order_topic_conf.get(topic).map(String::as_str))
+            .then(|| {
+                let table = self.order_topic_conf.as_ref()?;
+                table.get(topic).map(String::as_str)
+            })
             .flatten();
         self.tables.route_body(topic, style, order_conf)
     }
@@ -207,7 +264,7 @@ impl RouteRegistry {
     fn zone_filtered_route(&self, topic: &str, zone: &str) -> Option<Bytes> {
         let mut route = self.tables.topic_route(topic)?;
         if self.shows_order_conf() {
-            route.order_topic_conf = self.order_topic_conf.get(topic).cloned();
+            route.order_topic_conf = self.order_conf_of(topic).map(str::to_owned);
         }
         filter_by_zone(&mut route, zone);
         // Java re-encodes zone-filtered routes in the legacy style, whatever the request asked.
@@ -538,19 +595,7 @@ impl Handler<OrderTopicConfChanged> for RouteRegistry {
             ctx,
             "OrderTopicConfChanged",
             move |this, _| -> Answer<OrderTopicConfChanged> {
-                // Routes show the value only with orderMessageEnable, but it may be switched on later:
-                // drop the encoded routes of every topic whose value changed either way.
-                let new = msg.table.clone().unwrap_or_default();
-                let old = std::mem::take(&mut this.order_topic_conf);
-                for topic in old.keys().chain(new.keys()) {
-                    if old.get(topic) != new.get(topic) {
-                        this.tables.invalidate_topic(topic);
-                    }
-                }
-                this.order_topic_conf_body = msg
-                    .table
-                    .map(|table| Bytes::from(to_json(&KvTable { table }, JsonStyle::Legacy)));
-                this.order_topic_conf = new;
+                this.change_order_conf(msg.change);
                 this.answer(())
             },
         )
@@ -564,7 +609,7 @@ impl Handler<QueryRoute> for RouteRegistry {
         contain(self, ctx, "QueryRoute", move |this, _| {
             let mut route = this.tables.topic_route(&msg.topic)?;
             if this.shows_order_conf() {
-                route.order_topic_conf = this.order_topic_conf.get(&msg.topic).cloned();
+                route.order_topic_conf = this.order_conf_of(&msg.topic).map(str::to_owned);
             }
             Some(route)
         })

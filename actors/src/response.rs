@@ -200,6 +200,7 @@ impl IntoResponse for KvReplyError {
             Self::StoreUnavailable(reason) => {
                 system_error(format!("the KV store (etcd) is unavailable: {reason}"))
             }
+            Self::Refused(reason) => system_error(format!("[LIMIT] KV change refused: {reason}")),
         }
     }
 }

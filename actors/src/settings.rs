@@ -428,6 +428,26 @@ pub fn names_a_location(key: &str) -> bool {
         .any(|w| lower.contains(w))
 }
 
+/// What every runtime configuration update (UPDATE_NAMESRV_CONFIG, UPDATE_CONTROLLER_CONFIG)
+/// must be, whatever its keys: keys and values without line breaks or other control
+/// characters (a value holding one has no business in a setting, and would become a line of
+/// its own in a writer that forgot to escape it), within `stored::MAX_NAME_BYTES` and
+/// `stored::MAX_SETTING_BYTES`. The reason, naming the key, when not.
+pub fn check_update(props: &std::collections::BTreeMap<String, String>) -> Result<(), String> {
+    use rmq_protocol::properties::control_char;
+    for (key, value) in props {
+        if let Some(c) = control_char(key).or(control_char(value)) {
+            return Err(format!(
+                "invalid value for {key}: {c:?}: a line break or control character has no place in a setting"
+            ));
+        }
+        crate::stored::name("a configuration key", key).map_err(|e| e.to_string())?;
+        crate::stored::bounded(key, value, crate::stored::MAX_SETTING_BYTES)
+            .map_err(|e| format!("invalid value for {e}"))?;
+    }
+    Ok(())
+}
+
 /// Expands a leading `~/` to the home directory (Java's `${user.home}`).
 pub fn expand_home(path: &Path) -> PathBuf {
     match path.strip_prefix("~") {

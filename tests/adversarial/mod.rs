@@ -3,10 +3,12 @@
 //! running server, and checks the class of the hole as well as the case.
 
 mod config_store;
+mod controller_state;
 mod acl_file;
 mod failed_attempts;
 mod http_paths;
 mod http_slots;
+mod kv_flood;
 mod proxy_split;
 mod signatures;
 
@@ -53,36 +55,65 @@ async fn ask_raw(
     client: Option<&str>,
     requests: &[RemotingCommand],
 ) -> Vec<RemotingCommand> {
-    use rmq_namesrv::protocol::codec::{encode_frame, RemotingCodec};
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    use tokio_util::codec::Decoder;
+    let mut conn = RawConn::open(addr, client).await;
+    conn.ask(requests).await
+}
 
-    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
-    let mut bytes = bytes::BytesMut::new();
-    if let Some(client) = client {
-        bytes.extend_from_slice(format!("PROXY TCP4 {client} 127.0.0.1 40000 9876\r\n").as_bytes());
-    }
-    for (i, cmd) in requests.iter().enumerate() {
-        let cmd = cmd.clone().with_opaque(i as i32 + 1);
-        encode_frame(&cmd, &mut bytes).expect("encodable");
-    }
-    stream.write_all(&bytes).await.expect("sent");
-    let mut buf = bytes::BytesMut::new();
-    let mut codec = RemotingCodec::default();
-    let mut answers = Vec::new();
-    let read = async {
-        while answers.len() < requests.len() {
-            if let Ok(Some(cmd)) = codec.decode(&mut buf) {
-                answers.push(cmd);
-                continue;
-            }
-            let mut chunk = [0u8; 8192];
-            match stream.read(&mut chunk).await {
-                Ok(n) if n > 0 => buf.extend_from_slice(&chunk[..n]),
-                _ => break,
-            }
+/// A connection that sends frames in batches, pipelined, and reads their answers.
+struct RawConn {
+    stream: tokio::net::TcpStream,
+    buf: bytes::BytesMut,
+    codec: rmq_namesrv::protocol::codec::RemotingCodec,
+    /// Written before the first batch (a PROXY header).
+    prefix: Vec<u8>,
+    next_opaque: i32,
+}
+
+impl RawConn {
+    async fn open(addr: std::net::SocketAddr, client: Option<&str>) -> Self {
+        let stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+        let prefix = client.map_or_else(Vec::new, |client| {
+            format!("PROXY TCP4 {client} 127.0.0.1 40000 9876\r\n").into_bytes()
+        });
+        Self {
+            stream,
+            buf: bytes::BytesMut::new(),
+            codec: Default::default(),
+            prefix,
+            next_opaque: 1,
         }
-    };
-    let _ = tokio::time::timeout(TIMEOUT * 4, read).await;
-    answers
+    }
+
+    /// Sends `requests` at once and reads as many answers (fewer if the server closes).
+    async fn ask(&mut self, requests: &[RemotingCommand]) -> Vec<RemotingCommand> {
+        use rmq_namesrv::protocol::codec::encode_frame;
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        use tokio_util::codec::Decoder;
+
+        let mut bytes = bytes::BytesMut::from(&std::mem::take(&mut self.prefix)[..]);
+        for cmd in requests {
+            let cmd = cmd.clone().with_opaque(self.next_opaque);
+            self.next_opaque = self.next_opaque.wrapping_add(1);
+            encode_frame(&cmd, &mut bytes).expect("encodable");
+        }
+        if self.stream.write_all(&bytes).await.is_err() {
+            return Vec::new();
+        }
+        let mut answers = Vec::new();
+        let read = async {
+            while answers.len() < requests.len() {
+                if let Ok(Some(cmd)) = self.codec.decode(&mut self.buf) {
+                    answers.push(cmd);
+                    continue;
+                }
+                let mut chunk = [0u8; 8192];
+                match self.stream.read(&mut chunk).await {
+                    Ok(n) if n > 0 => self.buf.extend_from_slice(&chunk[..n]),
+                    _ => break,
+                }
+            }
+        };
+        let _ = tokio::time::timeout(TIMEOUT * 4, read).await;
+        answers
+    }
 }

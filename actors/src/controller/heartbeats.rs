@@ -17,9 +17,15 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 /// arithmetic never overflows on an absurd value).
 pub const MAX_TIMEOUT: Duration = Duration::from_secs(3600);
 
-/// Most brokers tracked at once; heartbeats of further unknown brokers are dropped (a real
-/// fleet has a few thousand, a flood of invented ones must not grow the table without bound).
+/// Most brokers tracked at once, and most bytes their names and addresses take; heartbeats of
+/// further unknown brokers are dropped (a real fleet has a few thousand brokers of about 100
+/// bytes each, a flood of invented ones must not grow the table without bound, in entries or in
+/// bytes: every field is at most `stored::MAX_NAME_BYTES` already).
 pub const MAX_ENTRIES: usize = 65_536;
+pub const MAX_BYTES: usize = 16 << 20;
+
+/// What an entry takes besides its strings (the key's and entry's fixed parts, the map's own).
+const ENTRY_OVERHEAD: usize = 128;
 
 /// (cluster, broker name, broker id).
 type Key = (String, String, i64);
@@ -38,6 +44,14 @@ struct Entry {
 #[derive(Debug, Default)]
 pub struct Heartbeats {
     entries: HashMap<Key, Entry>,
+    /// The bytes of the entries' strings and overhead.
+    bytes: usize,
+    /// Heartbeats dropped since the table was last below its bounds (logged once per run).
+    dropped: u64,
+}
+
+fn entry_bytes(key: &Key, address: &str) -> usize {
+    key.0.len() + key.1.len() + address.len() + ENTRY_OVERHEAD
 }
 
 /// A broker that stopped being alive: its key and address.
@@ -69,11 +83,13 @@ impl Heartbeats {
             h.broker_name.clone().unwrap_or_default(),
             id,
         );
-        let full = self.entries.len() >= MAX_ENTRIES;
+        let size = entry_bytes(&key, &h.broker_addr);
+        let full = self.entries.len() >= MAX_ENTRIES || self.bytes + size > MAX_BYTES;
         match self.entries.get_mut(&key) {
             Some(entry) => {
                 entry.last = now;
                 entry.timeout = timeout;
+                self.bytes = (self.bytes + h.broker_addr.len()).saturating_sub(entry.address.len());
                 entry.address.clone_from(&h.broker_addr);
                 entry.info.priority = reported.priority;
                 let newer = reported.epoch > entry.info.epoch
@@ -85,9 +101,19 @@ impl Heartbeats {
                 }
             }
             None if full => {
-                tracing::warn!(broker = %h.broker_addr, "controller heartbeat table full; heartbeat dropped");
+                if self.dropped == 0 {
+                    tracing::warn!(
+                        broker = %crate::logging::Clipped(&h.broker_addr),
+                        entries = self.entries.len(),
+                        bytes = self.bytes,
+                        "controller heartbeat table full ({MAX_ENTRIES} brokers or {MAX_BYTES} bytes); heartbeats of new brokers dropped"
+                    );
+                }
+                self.dropped += 1;
             }
             None => {
+                self.dropped = 0;
+                self.bytes += size;
                 self.entries.insert(
                     key,
                     Entry {
@@ -122,6 +148,9 @@ impl Heartbeats {
         keys.into_iter()
             .filter_map(|key| {
                 let entry = self.entries.remove(&key)?;
+                self.bytes = self
+                    .bytes
+                    .saturating_sub(entry_bytes(&key, &entry.address));
                 let (cluster, name, id) = key;
                 Some(Lost {
                     cluster,
@@ -136,6 +165,11 @@ impl Heartbeats {
 
     pub fn len(&self) -> usize {
         self.entries.len()
+    }
+
+    /// The bytes the table's entries take, about.
+    pub fn bytes(&self) -> usize {
+        self.bytes
     }
 
     pub fn is_empty(&self) -> bool {
@@ -171,5 +205,39 @@ impl Liveness for LiveAt<'_> {
 
     fn info(&self, cluster: &str, name: &str, id: i64) -> Option<LiveInfo> {
         self.entry(cluster, name, id).map(|e| e.info)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn header(name: &str) -> BrokerHeartbeatHeader {
+        BrokerHeartbeatHeader {
+            cluster_name: "c".repeat(1024),
+            broker_name: Some(name.to_owned()),
+            broker_addr: "127.0.0.1:10911".into(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn the_table_is_bounded_in_bytes_and_known_brokers_still_beat() {
+        let mut table = Heartbeats::default();
+        let now = Instant::now();
+        let long = "n".repeat(1000);
+        for i in 0..20_000 {
+            table.beat(&header(&format!("{i}{long}")), 1, ConnId(1), now);
+        }
+        assert!(table.bytes() <= MAX_BYTES, "{}", table.bytes());
+        assert!(table.len() < 20_000 && table.len() > 5_000, "{}", table.len());
+        let held = table.len();
+        // A broker already known keeps beating; a new one is dropped while full.
+        table.beat(&header(&format!("0{long}")), 1, ConnId(1), now);
+        table.beat(&header("new"), 1, ConnId(1), now);
+        assert_eq!(table.len(), held);
+        // Closing the connection frees every byte.
+        assert_eq!(table.closed(ConnId(1)).len(), held);
+        assert_eq!((table.len(), table.bytes()), (0, 0));
     }
 }

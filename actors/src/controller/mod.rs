@@ -198,16 +198,9 @@ impl Controller {
                 Some(remark::CONFIG_BLACK_LIST.to_owned()),
             );
         }
-        let control = props.iter().find_map(|(k, v)| {
-            rmq_protocol::properties::control_char(k)
-                .or(rmq_protocol::properties::control_char(v))
-                .map(|c| (k, c))
-        });
-        if let Some((key, c)) = control {
-            warn!(key = %crate::logging::Clipped(key), "controller config update refused: a control character");
-            return system_error(format!(
-                "invalid value for {key}: {c:?}: a line break or control character has no place in a setting"
-            ));
+        if let Err(why) = crate::settings::check_update(&props) {
+            warn!(reason = %crate::logging::Clipped(&why), "controller config update refused");
+            return system_error(why);
         }
         for (key, value) in props {
             let known = self.settings.properties.contains_key(&key);
@@ -275,6 +268,23 @@ impl Controller {
             Call::NextBrokerId(h) => tables.next_broker_id(&h),
             Call::ApplyBrokerId(h) => tables.apply_broker_id(&h),
         })
+        .and_then(|decision| self.bounded(decision))
+    }
+
+    /// A decision whose change would grow the state past its bounds is refused instead
+    /// (`replicas::MAX_STATE_BYTES`): what clients send can never make the state too large for
+    /// a start to read.
+    fn bounded(&self, decision: Decision) -> Result<Decision, RemotingCommand> {
+        let Some(change) = &decision.change else {
+            return Ok(decision);
+        };
+        match self.tables.admits(change) {
+            Ok(()) => Ok(decision),
+            Err(why) => {
+                warn!(set = %crate::logging::Clipped(&change.name), reason = %why, "controller change refused");
+                Err(system_error(format!("refused: {why}")))
+            }
+        }
     }
 
     /// Commits `decision`'s change (if any), applies it, announces an election, and answers.

@@ -30,6 +30,12 @@ pub const FIRST_BROKER_ID: i64 = 1;
 pub const MAX_SETS: usize = 10_000;
 pub const MAX_MEMBERS: usize = 1_000;
 
+/// The most bytes the whole state, and one broker set, may take as stored (about, see
+/// [`BrokerSet::stored_bytes`]): the state file stays well under what a start reads (64 MiB),
+/// a set's record under etcd's request limit (1.5 MiB), whatever requests were sent.
+pub const MAX_STATE_BYTES: usize = 16 << 20;
+pub const MAX_SET_BYTES: usize = 1 << 20;
+
 /// One member of a broker set: its current address and the check code it claimed its id with.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Member {
@@ -66,6 +72,17 @@ impl BrokerSet {
             sync_state_set: BTreeSet::new(),
             sync_state_set_epoch: 0,
         }
+    }
+
+    /// About the bytes the set takes in the state file (pretty JSON) or etcd: its strings, and
+    /// a fixed share per member and per set for the keys and numbers around them.
+    pub fn stored_bytes(&self) -> usize {
+        let members: usize = self
+            .members
+            .values()
+            .map(|m| m.address.len() + m.check_code.len() + 96)
+            .sum();
+        self.cluster.len() + self.name.len() + members + 16 * self.sync_state_set.len() + 256
     }
 
     fn address(&self, id: Option<i64>) -> Option<String> {
@@ -173,6 +190,8 @@ fn ok(header: &impl CommandHeader) -> RemotingCommand {
 #[derive(Debug, Clone, Default)]
 pub struct ReplicaTables {
     sets: BTreeMap<String, (BrokerSet, Revision)>,
+    /// The sum of the sets' [`BrokerSet::stored_bytes`].
+    bytes: usize,
 }
 
 impl ReplicaTables {
@@ -202,6 +221,38 @@ impl ReplicaTables {
             .into_iter()
             .map(|(set, rev)| (set.name.clone(), (set, rev)))
             .collect();
+        self.bytes = self.sets().map(BrokerSet::stored_bytes).sum();
+    }
+
+    /// The bytes the state takes as stored, about.
+    pub fn stored_bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// Whether `change` keeps the state and its set within [`MAX_STATE_BYTES`] and
+    /// [`MAX_SET_BYTES`] (a change that does not grow them always does); the reason if not.
+    pub fn admits(&self, change: &Change) -> Result<(), String> {
+        let Some(record) = &change.record else {
+            return Ok(());
+        };
+        let after = record.stored_bytes();
+        let before = self.get(&change.name).map_or(0, BrokerSet::stored_bytes);
+        if after <= before {
+            return Ok(());
+        }
+        if after > MAX_SET_BYTES {
+            return Err(format!(
+                "broker set {} would take {after} bytes, over the {MAX_SET_BYTES}-byte limit of a set",
+                change.name
+            ));
+        }
+        let total = self.bytes - before + after;
+        if total > MAX_STATE_BYTES {
+            return Err(format!(
+                "the controller's state would take {total} bytes, over its {MAX_STATE_BYTES}-byte limit"
+            ));
+        }
+        Ok(())
     }
 
     /// Applies a committed change reported at `revision`; a report not newer than what is held
@@ -211,14 +262,13 @@ impl ReplicaTables {
         if revision <= self.revision(name) {
             return false;
         }
-        match record {
-            Some(set) => {
-                self.sets.insert(name.to_owned(), (set, revision));
-            }
-            None => {
-                self.sets.remove(name);
-            }
-        }
+        let added = record.as_ref().map_or(0, BrokerSet::stored_bytes);
+        let replaced = match record {
+            Some(set) => self.sets.insert(name.to_owned(), (set, revision)),
+            None => self.sets.remove(name),
+        };
+        let removed = replaced.map_or(0, |(set, _)| set.stored_bytes());
+        self.bytes = (self.bytes + added).saturating_sub(removed);
         true
     }
 

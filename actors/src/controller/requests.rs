@@ -11,6 +11,7 @@ use rmq_protocol::controller::{
 use rmq_protocol::{RemotingCommand, RequestCode, ResponseCode};
 
 use crate::response::{not_supported, read_header, small_body, system_error};
+use crate::stored;
 
 /// One controller request, read.
 #[derive(Debug, Clone)]
@@ -63,6 +64,22 @@ impl Call {
     }
 }
 
+/// CONTROLLER_INVALID_REQUEST for a header field longer than [`stored::MAX_NAME_BYTES`].
+fn bounded_fields(cmd: &RemotingCommand) -> Result<(), RemotingCommand> {
+    let Some(fields) = &cmd.ext_fields else {
+        return Ok(());
+    };
+    for (key, value) in fields.iter() {
+        if let Err(too_long) = stored::name(key, value) {
+            return Err(RemotingCommand::response(
+                ResponseCode::CONTROLLER_INVALID_REQUEST,
+                Some(format!("refused: {too_long}")),
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn body<B: ControllerBody>(cmd: &RemotingCommand) -> Result<B, RemotingCommand> {
     B::decode(cmd.body.as_deref()).map_err(|e| system_error(e.to_string()))
 }
@@ -72,6 +89,9 @@ pub fn decode(cmd: &RemotingCommand) -> Result<Call, RemotingCommand> {
     use RequestCode as C;
     // A SyncStateSet, a list of broker names or a configuration update are a few KiB.
     small_body(cmd, "controller request")?;
+    // Every string a controller request can make the controller keep (names, addresses, check
+    // codes) comes from a header field: none may be longer than a name.
+    bounded_fields(cmd)?;
     Ok(match cmd.request_code() {
         C::BROKER_HEARTBEAT => {
             // Java's first check: no broker id (absent, or not a number, which Java's header

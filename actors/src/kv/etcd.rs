@@ -482,7 +482,7 @@ impl KvStore {
                         sync.view
                             .confirmed(tables, &namespace, &key, change, revision);
                     }
-                    Ok(act.routes_update(&namespace))
+                    Ok(act.routes_update(&namespace, &key))
                 }
                 Err(failure) => {
                     act.save_failures += 1;

@@ -55,9 +55,10 @@ impl KvStore {
     pub(super) fn file_changed(
         &mut self,
         namespace: &str,
+        key: &str,
         ctx: &mut Context<Self>,
     ) -> ResponseFuture<Result<(), KvReplyError>> {
-        let routes_updated = self.routes_update(namespace);
+        let routes_updated = self.routes_update(namespace, key);
         let Some(file) = self.file() else {
             return Box::pin(async { Ok(()) });
         };
@@ -94,9 +95,10 @@ impl KvStore {
         Box::pin(async move { matches!(rx.await, Ok(Ok(()))) })
     }
 
+    /// Starts a write of the table unless one is running (changes made meanwhile go out with
+    /// the next, one write per round) or the file is current: a flood of changes costs one copy
+    /// of the table per write, not per change.
     fn start_write(&mut self, ctx: &mut Context<Self>) {
-        // Encoding a large table takes a while: only the copy happens on the actor.
-        let snapshot = self.tables.clone();
         let Some(file) = self.file() else {
             return;
         };
@@ -104,6 +106,11 @@ impl KvStore {
             return;
         }
         file.writing = true;
+        // Encoding a large table takes a while: only the copy happens on the actor.
+        let snapshot = self.tables.clone();
+        let Some(file) = self.file() else {
+            return;
+        };
         let version = file.version;
         let epoch = file.epoch;
         let path = file.path.clone();

@@ -30,7 +30,7 @@ use tracing::{info, warn};
 use crate::contain::{contain, contain_unit, Contained, Recover};
 use crate::messages::{
     Body, DeleteKvConfig, FlushKv, GetKvConfig, GetKvList, GetKvStats, KvReplyError, KvStats,
-    KvValue, OrderTopicConfChanged, PutKvConfig, Restart,
+    KvValue, OrderTopicConf, OrderTopicConfChanged, PutKvConfig, Restart,
 };
 use crate::settings::{expand_home, KvBackend, KvSettings};
 
@@ -58,10 +58,38 @@ struct KvFile {
     config_table: BTreeMap<String, BTreeMap<String, Option<String>>>,
 }
 
+/// Most namespaces, entries and bytes (namespaces, keys and values, with a fixed share per
+/// entry) KV requests may make the store hold: far above real use (a handful of namespaces,
+/// ORDER_TOPIC_CONFIG with a value per ordered topic), and what keeps a flood of invented
+/// ones from growing it (and each save of it) without bound. A file loaded at start is taken
+/// whole; past a bound, only changes that do not grow the store are taken.
+pub const MAX_NAMESPACES: usize = 10_000;
+pub const MAX_ENTRIES: usize = 1_000_000;
+pub const MAX_BYTES: usize = 64 << 20;
+
+/// What an entry takes besides its key and value.
+const ENTRY_OVERHEAD: usize = 32;
+
 /// Namespaces of keys and values.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct KvTables {
     table: BTreeMap<String, BTreeMap<String, String>>,
+    /// Entries held, and their bytes (namespaces included).
+    entries: usize,
+    bytes: usize,
+}
+
+/// Why a KV change is refused (docs/limits.md#what-requests-can-store).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum KvLimit {
+    #[error(transparent)]
+    TooLong(#[from] crate::stored::TooLong),
+    #[error("the KV store holds its maximum of {MAX_NAMESPACES} namespaces")]
+    Namespaces,
+    #[error("the KV store holds its maximum of {MAX_ENTRIES} entries")]
+    Entries,
+    #[error("the KV store would hold more than its maximum of {MAX_BYTES} bytes")]
+    Bytes,
 }
 
 impl KvTables {
@@ -95,7 +123,56 @@ impl KvTables {
                 )
             })
             .collect();
-        Ok(Self { table })
+        let mut tables = Self {
+            table,
+            entries: 0,
+            bytes: 0,
+        };
+        tables.recount();
+        Ok(tables)
+    }
+
+    fn recount(&mut self) {
+        self.entries = self.table.values().map(BTreeMap::len).sum();
+        self.bytes = self
+            .table
+            .iter()
+            .map(|(ns, kv)| {
+                ns.len()
+                    + ENTRY_OVERHEAD
+                    + kv.iter()
+                        .map(|(k, v)| entry_bytes(k, v))
+                        .sum::<usize>()
+            })
+            .sum();
+    }
+
+    /// Whether a put of `value` (`None`: only the namespace) at `namespace`/`key` is within
+    /// the bounds; a change that does not grow the store always is.
+    pub fn admits(&self, namespace: &str, key: &str, value: Option<&str>) -> Result<(), KvLimit> {
+        crate::stored::name("namespace", namespace)?;
+        crate::stored::name("key", key)?;
+        let Some(value) = value else {
+            return match self.table.contains_key(namespace) {
+                false if self.table.len() >= MAX_NAMESPACES => Err(KvLimit::Namespaces),
+                _ => Ok(()),
+            };
+        };
+        crate::stored::bounded("value", value, crate::stored::MAX_KV_VALUE_BYTES)?;
+        let ns = self.table.get(namespace);
+        if ns.is_none() && self.table.len() >= MAX_NAMESPACES {
+            return Err(KvLimit::Namespaces);
+        }
+        let before = ns.and_then(|kv| kv.get(key)).map(|v| entry_bytes(key, v));
+        if before.is_none() && self.entries >= MAX_ENTRIES {
+            return Err(KvLimit::Entries);
+        }
+        let grown = entry_bytes(key, value)
+            + ns.map_or(namespace.len() + ENTRY_OVERHEAD, |_| 0);
+        if self.bytes + grown > MAX_BYTES + before.unwrap_or(0) {
+            return Err(KvLimit::Bytes);
+        }
+        Ok(())
     }
 
     /// Java's format, compact.
@@ -116,15 +193,18 @@ impl KvTables {
     /// Stores a value; `None` creates the namespace but stores nothing (Java keeps a null that
     /// is lost on the next save).
     pub fn put(&mut self, namespace: &str, key: &str, value: Option<String>) {
-        let ns = self.table.entry(namespace.to_owned()).or_default();
-        match value {
-            Some(value) => {
-                ns.insert(key.to_owned(), value);
-            }
-            None => {
-                ns.remove(key);
-            }
+        if !self.table.contains_key(namespace) {
+            self.bytes += namespace.len() + ENTRY_OVERHEAD;
         }
+        let ns = self.table.entry(namespace.to_owned()).or_default();
+        let added = value.as_ref().map_or(0, |v| entry_bytes(key, v));
+        let replaced = match value {
+            Some(value) => ns.insert(key.to_owned(), value),
+            None => ns.remove(key),
+        };
+        self.entries = self.entries + usize::from(added > 0) - usize::from(replaced.is_some());
+        let removed = replaced.map_or(0, |v| entry_bytes(key, &v));
+        self.bytes = (self.bytes + added).saturating_sub(removed);
     }
 
     pub fn get(&self, namespace: &str, key: &str) -> Option<&str> {
@@ -133,9 +213,15 @@ impl KvTables {
 
     /// Removes a key; an emptied namespace is kept, as in Java.
     pub fn delete(&mut self, namespace: &str, key: &str) {
-        if let Some(ns) = self.table.get_mut(namespace) {
-            ns.remove(key);
+        if let Some(removed) = self.table.get_mut(namespace).and_then(|ns| ns.remove(key)) {
+            self.entries -= 1;
+            self.bytes = self.bytes.saturating_sub(entry_bytes(key, &removed));
         }
+    }
+
+    /// Entries held.
+    pub fn entries(&self) -> usize {
+        self.entries
     }
 
     pub fn namespace(&self, namespace: &str) -> Option<&BTreeMap<String, String>> {
@@ -145,6 +231,7 @@ impl KvTables {
     /// Creates the namespace if it is missing.
     fn ensure_namespace(&mut self, namespace: &str) {
         if !self.table.contains_key(namespace) {
+            self.bytes += namespace.len() + ENTRY_OVERHEAD;
             self.table.insert(namespace.to_owned(), BTreeMap::new());
         }
     }
@@ -153,8 +240,15 @@ impl KvTables {
     fn remove_namespace_if_empty(&mut self, namespace: &str) {
         if self.table.get(namespace).is_some_and(BTreeMap::is_empty) {
             self.table.remove(namespace);
+            self.bytes = self
+                .bytes
+                .saturating_sub(namespace.len() + ENTRY_OVERHEAD);
         }
     }
+}
+
+fn entry_bytes(key: &str, value: &str) -> usize {
+    key.len() + value.len() + ENTRY_OVERHEAD
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -235,20 +329,33 @@ impl KvStore {
         }
     }
 
+    /// The whole ORDER_TOPIC_CONFIG namespace to the registry (at start, after a reload).
     fn publish_order_conf(&self) {
         self.order_conf.do_send(OrderTopicConfChanged {
-            table: self.tables.namespace(ORDER_TOPIC_CONFIG_NAMESPACE).cloned(),
+            change: OrderTopicConf::Whole(
+                self.tables.namespace(ORDER_TOPIC_CONFIG_NAMESPACE).cloned(),
+            ),
         });
     }
 
-    /// After a change of `namespace` in memory: the registry's update, awaited by the reply when
-    /// the namespace is ORDER_TOPIC_CONFIG (routes show it, so the reply waits until the
-    /// registry, and through it every connection thread's route cache, has the new value).
-    fn routes_update(&self, namespace: &str) -> Option<RecipientRequest<OrderTopicConfChanged>> {
+    /// After a change of `namespace`/`key` in memory: the registry's update, awaited by the
+    /// reply when the namespace is ORDER_TOPIC_CONFIG (routes show it, so the reply waits until
+    /// the registry, and through it every connection thread's route cache, has the new value).
+    /// Only the entry goes: a change costs the registry the entry, not the namespace.
+    fn routes_update(
+        &self,
+        namespace: &str,
+        key: &str,
+    ) -> Option<RecipientRequest<OrderTopicConfChanged>> {
         (namespace == ORDER_TOPIC_CONFIG_NAMESPACE).then(|| {
-            self.order_conf.send(OrderTopicConfChanged {
-                table: self.tables.namespace(ORDER_TOPIC_CONFIG_NAMESPACE).cloned(),
-            })
+            let change = match self.tables.namespace(namespace) {
+                None => OrderTopicConf::Whole(None),
+                Some(table) => OrderTopicConf::Entry {
+                    key: key.to_owned(),
+                    value: table.get(key).cloned(),
+                },
+            };
+            self.order_conf.send(OrderTopicConfChanged { change })
         })
     }
 }
@@ -316,12 +423,16 @@ impl Handler<PutKvConfig> for KvStore {
                 let (Some(namespace), Some(key)) = (msg.namespace, msg.key) else {
                     return Box::pin(async { Err(KvReplyError::NamespaceOrKeyNull) });
                 };
+                if let Err(limit) = this.tables.admits(&namespace, &key, msg.value.as_deref()) {
+                    warn!(namespace = %Clipped(&namespace), key = %Clipped(&key), reason = %limit, "KV put refused");
+                    return Box::pin(async move { Err(KvReplyError::Refused(limit.to_string())) });
+                }
                 info!(namespace = %Clipped(&namespace), key = %Clipped(&key), value = %ClippedOpt(msg.value.as_deref()), "KV put");
                 let change = Change::Put(msg.value);
                 match &this.backend {
                     Backend::File(_) => {
                         change.apply(&mut this.tables, &namespace, &key);
-                        this.file_changed(&namespace, ctx)
+                        this.file_changed(&namespace, &key, ctx)
                     }
                     Backend::Etcd(_) => this.etcd_write(namespace, key, change, ctx),
                 }
@@ -347,7 +458,7 @@ impl Handler<DeleteKvConfig> for KvStore {
                     Backend::File(_) => {
                         Change::Delete.apply(&mut this.tables, &namespace, &key);
                         // Java saves after every delete, even of a missing key.
-                        this.file_changed(&namespace, ctx)
+                        this.file_changed(&namespace, &key, ctx)
                     }
                     Backend::Etcd(_) => this.etcd_write(namespace, key, Change::Delete, ctx),
                 }
@@ -425,7 +536,7 @@ impl Handler<GetKvStats> for KvStore {
         contain(self, ctx, "GetKvStats", move |this, _| {
             let all = &this.tables.table;
             MessageResult(KvStats {
-                entries: all.values().map(BTreeMap::len).sum(),
+                entries: this.tables.entries(),
                 save_failures: this.save_failures,
                 table: msg.with_table.then(|| all.clone()),
             })
@@ -495,6 +606,36 @@ mod tests {
         assert!(t.namespace("missing").is_none());
         t.put("nulls", "k", None);
         assert!(t.namespace("nulls").is_some_and(BTreeMap::is_empty));
+    }
+
+    #[test]
+    fn counts_follow_every_change_and_bounds_refuse_growth_only() {
+        let mut t = KvTables::default();
+        for i in 0..50 {
+            t.put(&format!("ns{}", i % 7), &format!("k{}", i % 11), Some("v".repeat(i)));
+            if i % 3 == 0 {
+                t.delete(&format!("ns{}", i % 5), &format!("k{}", i % 11));
+            }
+            if i % 4 == 0 {
+                t.put(&format!("ns{}", i % 9), "nothing", None);
+            }
+            let mut recounted = t.clone();
+            recounted.recount();
+            assert_eq!((t.entries, t.bytes), (recounted.entries, recounted.bytes), "after {i}");
+        }
+        let long = "k".repeat(crate::stored::MAX_NAME_BYTES + 1);
+        assert!(matches!(t.admits("ns", &long, Some("v")), Err(KvLimit::TooLong(_))));
+        let huge = "v".repeat(crate::stored::MAX_KV_VALUE_BYTES + 1);
+        assert!(matches!(t.admits("ns", "k", Some(&huge)), Err(KvLimit::TooLong(_))));
+        let mut full = KvTables::default();
+        for i in 0..MAX_NAMESPACES {
+            full.put(&format!("ns{i}"), "k", Some("v".into()));
+        }
+        assert_eq!(full.admits("another", "k", Some("v")), Err(KvLimit::Namespaces));
+        assert_eq!(full.admits("another", "k", None), Err(KvLimit::Namespaces));
+        // Changes within what it holds are still taken.
+        assert_eq!(full.admits("ns7", "k", Some("w")), Ok(()));
+        assert_eq!(full.admits("ns7", "k2", Some("w")), Ok(()));
     }
 
     #[test]

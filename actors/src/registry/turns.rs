@@ -208,7 +208,7 @@ impl RouteRegistry {
     /// (the count of new brokers was `new_before` before it).
     fn reply(&self, outcome: RegisterOutcome, new_before: u64) -> RegisterBrokerReply {
         let order_topic_config = if self.settings.return_order_topic_config_to_broker {
-            self.order_topic_conf_body.clone()
+            self.order_conf_body()
         } else {
             None
         };

@@ -150,3 +150,62 @@ fn the_sweep_finds_sets_whose_master_died_while_a_member_lives() {
     assert!(t.needing_election(&Live::of(&[(1, 0, 0, 0)])).is_empty());
     assert!(t.needing_election(&Live::of(&[])).is_empty());
 }
+
+#[test]
+fn the_state_is_bounded_in_bytes_and_shrinking_is_always_taken() {
+    let mut tables = ReplicaTables::default();
+    let code = "c".repeat(1024);
+    let mut revision = 0;
+    let mut refused = None;
+    for i in 0..MAX_SETS as i64 {
+        let header = ApplyBrokerIdHeader {
+            cluster_name: "c".into(),
+            broker_name: format!("b{i}"),
+            applied_broker_id: FIRST_BROKER_ID,
+            register_check_code: code.clone(),
+        };
+        let decision = tables.apply_broker_id(&header);
+        let change = decision.change.expect("a new set");
+        if let Err(why) = tables.admits(&change) {
+            refused = Some((i, why));
+            break;
+        }
+        revision += 1;
+        tables.apply(&change.name, change.record, revision);
+    }
+    let (at, why) = refused.expect("the byte bound is reached before the set bound");
+    assert!(why.contains("state"), "{why}");
+    assert!(tables.stored_bytes() <= MAX_STATE_BYTES);
+    assert!(at > 1000, "real-sized sets fit by thousands: {at}");
+    // Removing a set is always taken, and frees its bytes.
+    let before = tables.stored_bytes();
+    let removal = Change {
+        name: "b0".into(),
+        expected: tables.revision("b0"),
+        record: None,
+    };
+    assert!(tables.admits(&removal).is_ok());
+    tables.apply("b0", None, revision + 1);
+    assert!(tables.stored_bytes() < before);
+}
+
+#[test]
+fn one_set_is_bounded_in_bytes() {
+    let mut set = BrokerSet::new("c", "b");
+    for id in 1..=MAX_MEMBERS as i64 {
+        set.members.insert(
+            id,
+            Member {
+                address: "a".repeat(1024),
+                check_code: "c".repeat(1024),
+            },
+        );
+    }
+    let change = Change {
+        name: "b".into(),
+        expected: 0,
+        record: Some(set),
+    };
+    let why = ReplicaTables::default().admits(&change).unwrap_err();
+    assert!(why.contains("limit of a set"), "{why}");
+}
