@@ -29,6 +29,8 @@ FUZZ_TARGETS=(
   java_properties
   proxy_header
   acl_file
+  controller_requests
+  http_head
 )
 
 fuzz_max_len() {
