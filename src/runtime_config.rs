@@ -64,14 +64,13 @@ impl RuntimeConfig {
             warn!(key = %Clipped(key), "config update refused: black-listed key");
             return Err(ConfigUpdateError::BlackListed { key: key.clone() });
         }
-        let (updated, restart_needed) =
-            apply_update(&self.config, &props).map_err(|err| {
-                warn!(error = %err, "config update refused");
-                ConfigUpdateError::Invalid {
-                    key: err.key,
-                    reason: err.reason,
-                }
-            })?;
+        let (updated, restart_needed) = apply_update(&self.config, &props).map_err(|err| {
+            warn!(error = %err, "config update refused");
+            ConfigUpdateError::Invalid {
+                key: err.key,
+                reason: err.reason,
+            }
+        })?;
         let file = self.checked_file(&updated)?;
         Ok(Prepared {
             keys: props.into_keys().collect(),

@@ -1862,7 +1862,7 @@ async fn remarks_and_ext_values_of_several_mib() {
 #[actix::test]
 async fn kv_put_of_a_10_mib_value() {
     let mut h = Harness::new().await;
-    let case = "PUT_KV_CONFIG with a 10 MiB value";
+    let case = "PUT_KV_CONFIG with a 10 MiB value (refused: a KV value is at most 64 KiB)";
     let mut value = String::with_capacity(10 << 20);
     let mut i = 0u64;
     while value.len() < 10 << 20 {
@@ -1879,16 +1879,19 @@ async fn kv_put_of_a_10_mib_value() {
         .with_ext("key", "big")
         .with_ext("value", value.clone());
     let resp = conn.request(put).await.expect("answered");
-    assert_eq!(resp.code, 0, "{case}: {}", summary(&resp));
+    assert_eq!(resp.code, 1, "{case}: {}", summary(&resp));
+    assert!(
+        resp.remark
+            .as_deref()
+            .is_some_and(|r| r.contains("[LIMIT]") && r.contains("exceeds 65536")),
+        "{case}: {}",
+        summary(&resp)
+    );
     let get = RemotingCommand::request(RequestCode::GET_KV_CONFIG)
         .with_ext("namespace", "adversarial")
         .with_ext("key", "big");
     let resp = conn.request(get).await.expect("answered");
-    assert_eq!(resp.code, 0, "{case}: {}", summary(&resp));
-    assert!(
-        resp.ext("value") == Some(value.as_str()),
-        "{case}: read back"
-    );
+    assert_eq!(resp.code, 22, "{case}: nothing stored: {}", summary(&resp));
     drop(conn);
     h.check(case).await;
 
@@ -1904,21 +1907,36 @@ async fn kv_put_of_a_10_mib_value() {
 #[actix::test]
 async fn topic_names_at_and_over_the_usual_maximum() {
     let mut h = Harness::new().await;
-    // Java's TopicValidator allows 127 characters; a NameServer checks nothing (as Java's).
+    // Java's TopicValidator allows 127 characters (retry topics of a 255-character group 262);
+    // the registry keeps names of up to 1 KiB (docs/limits.md#what-requests-can-store).
     let t127 = "L".repeat(127);
     let t128 = "M".repeat(128);
+    let t1k = "K".repeat(1024);
     let t64k = "N".repeat(64 * 1024);
 
-    let case = "a broker registering topics of 127, 128 and 65,536 characters";
-    let long = FakeBroker::master("broker-long", 10961, &[t127.as_str(), &t128, &t64k]);
+    let case = "a broker registering topics of 127, 128 and 1,024 characters";
+    let long = FakeBroker::master("broker-long", 10961, &[t127.as_str(), &t128, &t1k]);
     let mut conn = h.client(case).await;
     let resp = conn.request(long.register()).await.expect("answered");
     assert_eq!(resp.code, 0, "{case}: {}", summary(&resp));
-    for topic in [&t127, &t128, &t64k] {
+    for topic in [&t127, &t128, &t1k] {
         let resp = h.before.request(route_request(topic)).await.unwrap();
         assert_eq!(resp.code, 0, "{case}: {} characters", topic.len());
         assert!(body_text(&resp).contains("127.0.0.1:10961"), "{case}");
     }
+    let case = "a broker registering a topic of 65,536 characters: refused whole";
+    let longer = FakeBroker::master("broker-longer", 10962, &[t127.as_str(), &t64k]);
+    let resp = conn.request(longer.register()).await.expect("answered");
+    assert_eq!(resp.code, 1, "{case}: {}", summary(&resp));
+    assert!(
+        resp.remark
+            .as_deref()
+            .is_some_and(|r| r.contains("a topic name of 65536 bytes exceeds 1024")),
+        "{case}: {}",
+        summary(&resp)
+    );
+    let resp = h.before.request(route_request(&t64k)).await.unwrap();
+    assert_eq!(resp.code, 17, "{case}: not registered");
     drop(conn);
     h.check(case).await;
 

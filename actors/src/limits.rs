@@ -127,8 +127,9 @@ pub struct LimitCounts;
 const LOGS_PER_WINDOW: u32 = 5;
 const LOG_WINDOW: Duration = Duration::from_secs(60);
 
-/// Sources remembered for rate limiting; beyond this the memory starts over (bounded whatever
-/// the number of addresses).
+/// Sources remembered for rate limiting. When that many are remembered, sources whose window
+/// ended are forgotten; new ones that still do not fit share one window, so that a flood from
+/// many addresses (invented ones behind a trusted PROXY balancer) logs as little as one source.
 const MAX_SOURCES: usize = 4096;
 
 #[derive(Debug)]
@@ -138,6 +139,16 @@ struct SourceLog {
     suppressed: u64,
 }
 
+impl SourceLog {
+    fn new(now: Instant) -> Self {
+        SourceLog {
+            window_start: now,
+            logged: 0,
+            suppressed: 0,
+        }
+    }
+}
+
 /// The limits actor.
 #[derive(Debug)]
 pub struct Limits {
@@ -145,6 +156,8 @@ pub struct Limits {
     inflating: usize,
     counts: HashMap<Limit, u64>,
     sources: HashMap<Option<IpAddr>, SourceLog>,
+    /// The shared window of the sources that did not fit.
+    overflow: SourceLog,
 }
 
 impl Limits {
@@ -154,6 +167,7 @@ impl Limits {
             inflating: 0,
             counts: HashMap::new(),
             sources: HashMap::new(),
+            overflow: SourceLog::new(Instant::now()),
         }
     }
 
@@ -164,13 +178,16 @@ impl Limits {
     /// Whether a warning from `source` may be logged now, and how many were held back before it.
     fn may_log(&mut self, source: Option<IpAddr>, now: Instant) -> Option<u64> {
         if self.sources.len() >= MAX_SOURCES && !self.sources.contains_key(&source) {
-            self.sources.clear();
+            self.sources
+                .retain(|_, log| now.duration_since(log.window_start) < LOG_WINDOW);
         }
-        let log = self.sources.entry(source).or_insert(SourceLog {
-            window_start: now,
-            logged: 0,
-            suppressed: 0,
-        });
+        let log = if self.sources.len() >= MAX_SOURCES && !self.sources.contains_key(&source) {
+            &mut self.overflow
+        } else {
+            self.sources
+                .entry(source)
+                .or_insert_with(|| SourceLog::new(now))
+        };
         if now.duration_since(log.window_start) >= LOG_WINDOW {
             log.window_start = now;
             log.logged = 0;
@@ -260,10 +277,24 @@ mod tests {
     fn remembered_sources_are_bounded() {
         let mut limits = Limits::new(0);
         let now = Instant::now();
+        let mut logged = 0;
         for i in 0..(MAX_SOURCES as u32 * 3) {
-            limits.may_log(Some(IpAddr::from(i.to_be_bytes())), now);
+            logged += usize::from(
+                limits
+                    .may_log(Some(IpAddr::from(i.to_be_bytes())), now)
+                    .is_some(),
+            );
         }
         assert!(limits.sources.len() <= MAX_SOURCES);
+        // A full table does not turn the limit off: the sources that did not fit share a window.
+        assert_eq!(logged, MAX_SOURCES + LOGS_PER_WINDOW as usize);
+        // Once the windows end, new sources get windows of their own again.
+        let later = now + LOG_WINDOW;
+        assert_eq!(
+            limits.may_log(Some(IpAddr::from([192, 0, 2, 1])), later),
+            Some(0)
+        );
+        assert_eq!(limits.sources.len(), 1);
     }
 
     #[actix_rt::test]

@@ -34,9 +34,9 @@ use crate::limits::{InflationLease, Limit, Limits, Refused, ReserveInflation};
 use crate::messages::{RegisterBroker, RegisterBrokerReply};
 use crate::registry::RouteRegistry;
 use crate::response::read_header;
-use crate::stored;
 use crate::response::{overloaded, system_error, IntoResponse};
 use crate::route::{ConnId, NeedTopics, Registration, TopicSummary, TopicTable, TopicsPayload};
+use crate::stored;
 
 /// Registration bodies of at least this size are decoded on the blocking pool.
 pub const OFFLOAD_BODY_BYTES: usize = 64 * 1024;
@@ -349,7 +349,11 @@ fn bounded_body(body: &RegisterBrokerBody) -> Result<(), stored::TooLong> {
         stored::name("a topic name", &config.topic_name)?;
         for (key, value) in &config.attributes {
             stored::name("a topic attribute's key", key)?;
-            stored::bounded("a topic attribute's value", value, stored::MAX_SETTING_BYTES)?;
+            stored::bounded(
+                "a topic attribute's value",
+                value,
+                stored::MAX_SETTING_BYTES,
+            )?;
         }
     }
     for (topic, mapping) in &wrapper.topic_queue_mapping_info_map {

@@ -102,7 +102,10 @@ impl RouteRegistry {
 
     /// ORDER_TOPIC_CONFIG's value of `topic`.
     fn order_conf_of(&self, topic: &str) -> Option<&str> {
-        self.order_topic_conf.as_ref()?.get(topic).map(String::as_str)
+        self.order_topic_conf
+            .as_ref()?
+            .get(topic)
+            .map(String::as_str)
     }
 
     /// Applies a change of ORDER_TOPIC_CONFIG. Routes show a value only with

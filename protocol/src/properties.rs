@@ -291,8 +291,23 @@ mod tests {
     #[test]
     fn what_either_writer_writes_reads_back() {
         let awkward = [
-            "", " ", "  lead", "trail  ", "a=b", "k:v", "#c", "!c", "\\", "x\\", "\\u0041",
-            "\t\x0c", "line\nbreak", "é", "😀", "\u{FFFD}", "a b c",
+            "",
+            " ",
+            "  lead",
+            "trail  ",
+            "a=b",
+            "k:v",
+            "#c",
+            "!c",
+            "\\",
+            "x\\",
+            "\\u0041",
+            "\t\x0c",
+            "line\nbreak",
+            "é",
+            "😀",
+            "\u{FFFD}",
+            "a b c",
         ];
         for key in awkward {
             for value in awkward {

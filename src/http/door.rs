@@ -23,9 +23,9 @@
 
 use std::collections::HashMap;
 use std::fmt;
+use std::future::Future;
 use std::io;
 use std::net::{IpAddr, SocketAddr};
-use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context as TaskContext, Poll};
@@ -42,10 +42,10 @@ use futures_util::future::LocalBoxFuture;
 use rmq_actors::messages::TlsConfigChanged;
 use rmq_transport::front_door::{BoxedRead, BoxedWrite, FrontDoor, Refused, Security};
 use tokio::io::{AsyncRead, AsyncWrite, Join, ReadBuf};
-use tokio::time::Sleep;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
+use tokio::time::Sleep;
 use tracing::{debug, info, warn};
 
 /// Open connections of the ordinary lane at most.

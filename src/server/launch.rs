@@ -54,37 +54,17 @@ pub(super) fn launch(ready: Ready) -> NameServerHandle {
         controller,
         http,
     } = ready;
-    let workers: Vec<Arbiter> = (0..config.server.worker_count())
-        .map(|_| Arbiter::new())
-        .collect();
-    let route_cache = CacheId::next();
-    let keepers = start_keepers(&config, &workers, route_cache, &accounts, &access);
-    let registry_arbiter = Arbiter::new();
-    let routes = start_registry(&config, &registry_arbiter, &keepers, client_tls.clone());
-    let housekeeping = start_housekeeping(&config, &routes);
-    let limits = Limits::new(config.server.max_decoding_bytes).start();
-    let state = Arbiter::new();
-    let kv = start_kv(&config, &state, kv_source, &routes);
-    let rc_config = config.clone();
-    let rc_routes = routes.clone();
-    let runtime = Supervisor::start_in_arbiter(&state.handle(), move |_| {
-        RuntimeConfig::new(rc_config.clone(), local_addr, rc_routes.clone().recipient())
-    });
-    let product_env = start_product_env(&config, &client_tls);
-    let contained = Contained {
-        routes: routes.clone(),
-        kv: kv.clone(),
-        housekeeping: housekeeping.clone(),
-        runtime: runtime.clone(),
-        product_env: product_env.clone(),
-        keepers,
-    };
+    let owners = start_owners(
+        &config,
+        (kv_source, audit),
+        local_addr,
+        &client_tls,
+        (&accounts, &access),
+    );
     let access_guard = acl_path.map(|path| {
         rmq_actors::access::guard::describe(&accounts, "loaded");
-        start_guard(&config, &state, path, &accounts, &access, &contained.keepers)
+        start_guard(&config, &owners, path, &accounts, &access)
     });
-    let audit = AuditLog::start_in_arbiter(&state.handle(), move |_| audit);
-
     let front_door = FrontDoor {
         mode: config.tls.mode,
         tls: server_tls.as_ref().map(|t| Arc::clone(&t.config)),
@@ -94,36 +74,12 @@ pub(super) fn launch(ready: Ready) -> NameServerHandle {
         // idle timeout is normal, as on Java's port.
         first_byte_timeout: config.server.idle_timeout(),
     };
-    let services = Services {
-        routes: routes.clone(),
-        kv: kv.clone(),
-        config_reader: runtime.clone().recipient(),
-        config_writer: runtime.recipient(),
-        product_env: product_env.map(Addr::recipient),
-        opened: housekeeping.clone().recipient(),
-        closed: housekeeping.clone().recipient(),
-        went_away: housekeeping.clone().recipient(),
-        limits: limits.clone(),
-        route_cache,
-        access: Arc::clone(&access),
-        failed_attempts: access_guard.clone().map(Addr::recipient),
-        audit: audit.clone().recipient(),
-        controller: None,
-        #[cfg(debug_assertions)]
-        faults: Vec::new(),
-    };
-    let (listener, services) = start_listener(
-        &config,
-        listener,
-        front_door.clone(),
-        &workers,
-        &contained,
-        services,
-    );
+    let services = owners.services(&access, access_guard.as_ref());
+    let (listener, services) = start_listener(&config, listener, &front_door, &owners, services);
     let controller = controller.map(|prepared| {
         prepared.start(Shared {
             front_door: front_door.clone(),
-            workers: &workers,
+            workers: &owners.workers,
             services,
             client_tls,
         })
@@ -131,29 +87,21 @@ pub(super) fn launch(ready: Ready) -> NameServerHandle {
     log_policies(&config);
     info!(
         addr = %local_addr,
-        workers = workers.len(),
+        workers = owners.workers.len(),
         tls = ?config.tls.mode,
         certificate = server_tls.as_ref().map_or("none", |t| t.source.as_str()),
         proxy_protocol = ?config.proxy_protocol.mode,
         "name server started"
     );
-
     let (accepting, accepting_rx) = tokio::sync::watch::channel(true);
     let http = http.map(|(bound, addr)| {
-        // The HTTP port admits as the remoting port does (TLS mode, certificate), without
-        // PROXY. HTTP clients speak at once: a silent one gets the handshake timeout.
-        let http_door = FrontDoor {
-            proxy: Arc::new(ProxyProtocolSettings::default()),
-            first_byte_timeout: Some(config.tls.handshake_timeout),
-            ..front_door.clone()
-        };
         let observed = Observed {
-            routes: routes.clone(),
-            kv: kv.clone(),
-            housekeeping: housekeeping.clone(),
-            limits: limits.clone(),
-            keepers: contained.keepers.clone(),
-            health: health_probe(&contained, &listener),
+            routes: owners.contained.routes.clone(),
+            kv: owners.contained.kv.clone(),
+            housekeeping: owners.contained.housekeeping.clone(),
+            limits: owners.limits.clone(),
+            keepers: owners.contained.keepers.clone(),
+            health: health_probe(&owners.contained, &listener),
             accepting: accepting_rx,
             remoting: local_addr,
             started: Instant::now(),
@@ -161,43 +109,153 @@ pub(super) fn launch(ready: Ready) -> NameServerHandle {
             access: Arc::clone(&access),
             access_guard: access_guard.clone(),
         };
+        // The HTTP port admits as the remoting port does (TLS mode, certificate), without
+        // PROXY. HTTP clients speak at once: a silent one gets the handshake timeout.
+        let http_door = FrontDoor {
+            proxy: Arc::new(ProxyProtocolSettings::default()),
+            first_byte_timeout: Some(config.tls.handshake_timeout),
+            ..front_door
+        };
         crate::http::start(bound, addr, http_door, observed)
     });
     let tls_reloader = start_tls_reloader(&config, &listener, http.as_ref(), controller.as_ref());
-
-    let mut arbiters = workers;
-    arbiters.push(registry_arbiter);
-    arbiters.push(state);
-    let controller = controller.map(|port| {
-        let ControllerPort {
-            addr,
-            controller,
-            listener,
-            arbiter,
-        } = port;
-        arbiters.push(arbiter);
-        (addr, controller, listener)
-    });
-    NameServerHandle {
+    let ports = Ports {
         local_addr,
-        routes,
-        kv,
-        housekeeping,
-        limits,
-        contained,
         listener,
-        tls_reloader,
-        access_guard,
-        audit,
-        arbiters,
-        shutdown_grace: config.server.shutdown_grace,
-        drain: config
-            .server
-            .shutdown_gracefully
-            .then_some(config.server.shutdown_wait),
         http,
         accepting,
+        tls_reloader,
+        access_guard,
         controller,
+    };
+    owners.into_handle(&config, ports)
+}
+
+/// The owners of the server's state, with the threads they run on.
+struct Owners {
+    workers: Vec<Arbiter>,
+    route_cache: CacheId,
+    registry_arbiter: Arbiter,
+    /// Runs the KV store, the runtime configuration, the access guard and the audit log.
+    state: Arbiter,
+    contained: Contained,
+    limits: Addr<Limits>,
+    audit: Addr<AuditLog>,
+}
+
+/// What serves the outside: the listeners, the HTTP port, the reloader of their certificate.
+struct Ports {
+    local_addr: std::net::SocketAddr,
+    listener: Addr<Listener>,
+    http: Option<HttpPort>,
+    accepting: tokio::sync::watch::Sender<bool>,
+    tls_reloader: Option<Addr<TlsReloader>>,
+    access_guard: Option<Addr<AccessGuard>>,
+    controller: Option<ControllerPort>,
+}
+
+/// Starts the connection threads (with their keepers), the registry, housekeeping, the limits
+/// and the `state` arbiter's actors.
+fn start_owners(
+    config: &Config,
+    (kv_source, audit): (KvSource, AuditLog),
+    local_addr: std::net::SocketAddr,
+    client_tls: &Option<Arc<ClientConfig>>,
+    access: (&Arc<Accounts>, &Arc<AccessControl>),
+) -> Owners {
+    let workers: Vec<Arbiter> = (0..config.server.worker_count())
+        .map(|_| Arbiter::new())
+        .collect();
+    let route_cache = CacheId::next();
+    let keepers = start_keepers(config, &workers, route_cache, access);
+    let registry_arbiter = Arbiter::new();
+    let routes = start_registry(config, &registry_arbiter, &keepers, client_tls.clone());
+    let housekeeping = start_housekeeping(config, &routes);
+    let state = Arbiter::new();
+    let kv = start_kv(config, &state, kv_source, &routes);
+    let rc_config = config.clone();
+    let rc_routes = routes.clone();
+    let runtime = Supervisor::start_in_arbiter(&state.handle(), move |_| {
+        RuntimeConfig::new(rc_config.clone(), local_addr, rc_routes.clone().recipient())
+    });
+    Owners {
+        route_cache,
+        registry_arbiter,
+        limits: Limits::new(config.server.max_decoding_bytes).start(),
+        audit: AuditLog::start_in_arbiter(&state.handle(), move |_| audit),
+        contained: Contained {
+            routes,
+            kv,
+            housekeeping,
+            runtime,
+            product_env: start_product_env(config, client_tls),
+            keepers,
+        },
+        state,
+        workers,
+    }
+}
+
+impl Owners {
+    /// What the connections of the remoting port use.
+    fn services(&self, access: &Arc<AccessControl>, guard: Option<&Addr<AccessGuard>>) -> Services {
+        let contained = &self.contained;
+        Services {
+            routes: contained.routes.clone(),
+            kv: contained.kv.clone(),
+            config_reader: contained.runtime.clone().recipient(),
+            config_writer: contained.runtime.clone().recipient(),
+            product_env: contained.product_env.clone().map(Addr::recipient),
+            opened: contained.housekeeping.clone().recipient(),
+            closed: contained.housekeeping.clone().recipient(),
+            went_away: contained.housekeeping.clone().recipient(),
+            limits: self.limits.clone(),
+            route_cache: self.route_cache,
+            access: Arc::clone(access),
+            failed_attempts: guard.cloned().map(Addr::recipient),
+            audit: self.audit.clone().recipient(),
+            controller: None,
+            #[cfg(debug_assertions)]
+            faults: Vec::new(),
+        }
+    }
+
+    /// The running server's handle.
+    fn into_handle(self, config: &Config, ports: Ports) -> NameServerHandle {
+        let mut arbiters = self.workers;
+        arbiters.push(self.registry_arbiter);
+        arbiters.push(self.state);
+        let controller = ports.controller.map(|port| {
+            let ControllerPort {
+                addr,
+                controller,
+                listener,
+                arbiter,
+            } = port;
+            arbiters.push(arbiter);
+            (addr, controller, listener)
+        });
+        NameServerHandle {
+            local_addr: ports.local_addr,
+            routes: self.contained.routes.clone(),
+            kv: self.contained.kv.clone(),
+            housekeeping: self.contained.housekeeping.clone(),
+            limits: self.limits,
+            contained: self.contained,
+            listener: ports.listener,
+            tls_reloader: ports.tls_reloader,
+            access_guard: ports.access_guard,
+            audit: self.audit,
+            arbiters,
+            shutdown_grace: config.server.shutdown_grace,
+            drain: config
+                .server
+                .shutdown_gracefully
+                .then_some(config.server.shutdown_wait),
+            http: ports.http,
+            accepting: ports.accepting,
+            controller,
+        }
     }
 }
 
@@ -207,8 +265,7 @@ fn start_keepers(
     config: &Config,
     workers: &[Arbiter],
     route_cache: CacheId,
-    accounts: &Arc<Accounts>,
-    access: &Arc<AccessControl>,
+    (accounts, access): (&Arc<Accounts>, &Arc<AccessControl>),
 ) -> Vec<Addr<RouteCacheKeeper>> {
     let cache_limit = config.registry.route_cache_bytes;
     workers
@@ -277,7 +334,12 @@ fn start_product_env(
         let addrs = config.cluster_test.product_env_addrs();
         let tls = client_tls.clone();
         Supervisor::start(move |_| {
-            ProductEnv::new(name.clone(), addrs.clone(), PRODUCT_ENV_TIMEOUT, tls.clone())
+            ProductEnv::new(
+                name.clone(),
+                addrs.clone(),
+                PRODUCT_ENV_TIMEOUT,
+                tls.clone(),
+            )
         })
     })
 }
@@ -286,17 +348,16 @@ fn start_product_env(
 /// new accounts and blocks.
 fn start_guard(
     config: &Config,
-    state: &Arbiter,
+    owners: &Owners,
     path: std::path::PathBuf,
     accounts: &Arc<Accounts>,
     access: &Arc<AccessControl>,
-    keepers: &[Addr<RouteCacheKeeper>],
 ) -> Addr<AccessGuard> {
-    let keepers = keepers.to_vec();
+    let keepers = owners.contained.keepers.clone();
     let every = config.access.reload_check_interval;
     let accounts = Arc::clone(accounts);
     let control = Arc::clone(access);
-    Supervisor::start_in_arbiter(&state.handle(), move |_| {
+    Supervisor::start_in_arbiter(&owners.state.handle(), move |_| {
         AccessGuard::new(
             path.clone(),
             Arc::clone(&accounts),
@@ -315,24 +376,21 @@ fn start_guard(
 fn start_listener(
     config: &Config,
     listener: tokio::net::TcpListener,
-    front_door: FrontDoor,
-    workers: &[Arbiter],
-    contained: &Contained,
+    front_door: &FrontDoor,
+    owners: &Owners,
     services: Services,
 ) -> (Addr<Listener>, Services) {
     let ctx = Context::new();
     #[cfg(debug_assertions)]
     let services = {
-        let mut faults = contained.fault_targets();
+        let mut faults = owners.contained.fault_targets();
         faults.push(("listener", ctx.address().recipient()));
         Services { faults, ..services }
     };
-    #[cfg(not(debug_assertions))]
-    let _ = contained;
     let listener = ctx.run(Listener::new(ListenerSetup {
         listener,
-        front_door,
-        workers: workers.iter().map(Arbiter::handle).collect(),
+        front_door: front_door.clone(),
+        workers: owners.workers.iter().map(Arbiter::handle).collect(),
         settings: config.server.clone(),
         services: services.clone(),
     }));

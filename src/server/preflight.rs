@@ -75,10 +75,7 @@ pub(super) struct Ready {
 
 /// Checks and opens everything [`Ready`] holds (inside a running System: the sockets join its
 /// runtime).
-pub(super) fn check(
-    config: Config,
-    listener: std::net::TcpListener,
-) -> Result<Ready, StartError> {
+pub(super) fn check(config: Config, listener: std::net::TcpListener) -> Result<Ready, StartError> {
     // A corrupt KV file stops start-up before anything listens. (With the etcd backend nothing
     // is read here: the store starts without etcd and catches up.)
     let kv_source = KvSource::load(&config.kv)?;

@@ -47,7 +47,11 @@ async fn numeric_looking_secrets_sign_with_their_text_and_errors_never_show_one(
             secret,
         );
         let answer = conn.request(request).await.unwrap();
-        assert_eq!((answer.code, answer.remark.as_deref()), (0, None), "{secret}");
+        assert_eq!(
+            (answer.code, answer.remark.as_deref()),
+            (0, None),
+            "{secret}"
+        );
     }
 
     // A file that does not parse, reloaded: the old accounts stay, the reason shows no value.
@@ -62,7 +66,10 @@ async fn numeric_looking_secrets_sign_with_their_text_and_errors_never_show_one(
         assert!(!reason.contains(SECRET), "{reason}");
         assert!(reason.contains("plain_acl.yml"), "names the file: {reason}");
     }
-    assert!(crate::logs::lines_with(SECRET).is_empty(), "a log line shows the secret");
+    assert!(
+        crate::logs::lines_with(SECRET).is_empty(),
+        "a log line shows the secret"
+    );
     server.stop().await;
 
     // At start, the same.

@@ -66,7 +66,10 @@ async fn escaped_line_breaks_cannot_plant_keys_in_the_config_store() {
     let saved = properties::parse(&saved_text).unwrap();
     assert_eq!(saved["productEnvName"], wanted);
     assert_eq!(
-        saved.keys().filter(|k| k.as_str() == "kvConfigPath").count(),
+        saved
+            .keys()
+            .filter(|k| k.as_str() == "kvConfigPath")
+            .count(),
         1
     );
     server.stop().await;
@@ -75,5 +78,8 @@ async fn escaped_line_breaks_cannot_plant_keys_in_the_config_store() {
         rmq_namesrv::config::Config::load(Some(&store), Vec::new(), &Default::default()).unwrap();
     assert_eq!(loaded.cluster_test.product_env_name, wanted);
     assert_eq!(loaded.kv.path, kv_path);
-    assert_eq!(loaded.tls.mode, rmq_namesrv::config::Config::default().tls.mode);
+    assert_eq!(
+        loaded.tls.mode,
+        rmq_namesrv::config::Config::default().tls.mode
+    );
 }

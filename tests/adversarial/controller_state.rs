@@ -68,8 +68,15 @@ async fn requests_cannot_grow_the_state_past_what_a_start_reads() {
     // Five 14 MiB check codes: each refused, nothing stored.
     let huge = "c".repeat(14 << 20);
     for i in 0..5 {
-        let answer = ctl.request(apply_id(&format!("b{i}"), 1, &huge)).await.unwrap();
-        assert_eq!(answer.code, CONTROLLER_INVALID_REQUEST, "{:?}", answer.remark);
+        let answer = ctl
+            .request(apply_id(&format!("b{i}"), 1, &huge))
+            .await
+            .unwrap();
+        assert_eq!(
+            answer.code, CONTROLLER_INVALID_REQUEST,
+            "{:?}",
+            answer.remark
+        );
         assert!(answer
             .remark
             .as_deref()
@@ -90,10 +97,15 @@ async fn requests_cannot_grow_the_state_past_what_a_start_reads() {
     assert_eq!((answer.code, answer.remark.as_deref()), (0, None));
     // UPDATE_CONTROLLER_CONFIG: no path key, no control character, nothing shown that was not
     // a setting.
-    let answer = ctl.request(update("controllerStorePath=/ATT")).await.unwrap();
+    let answer = ctl
+        .request(update("controllerStorePath=/ATT"))
+        .await
+        .unwrap();
     assert_eq!(answer.code, NO_PERMISSION);
     let answer = ctl
-        .request(update("notifyBrokerRoleChanged=true\\u000acontrollerStorePath=/ATT"))
+        .request(update(
+            "notifyBrokerRoleChanged=true\\u000acontrollerStorePath=/ATT",
+        ))
         .await
         .unwrap();
     assert_ne!(answer.code, 0);
@@ -105,7 +117,9 @@ async fn requests_cannot_grow_the_state_past_what_a_start_reads() {
     assert!(shown.values().all(|v| !v.contains("/ATT")), "{shown:?}");
     server.stop().await;
 
-    let state = std::fs::metadata(dir.join("controller-state.json")).unwrap().len();
+    let state = std::fs::metadata(dir.join("controller-state.json"))
+        .unwrap()
+        .len();
     assert!(state < 64 * 1024, "the state file is {state} bytes");
     // The next start reads it.
     let server = start_server(controller_config(&dir));
@@ -140,7 +154,10 @@ fn run_daemon(dir: &Path, properties: &Path) -> (Option<i32>, String) {
         let _ = child.kill();
     }
     let out = child.wait_with_output().expect("output");
-    (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 #[test]
@@ -172,7 +189,22 @@ fn a_corrupt_state_file_stops_the_start_cleanly() {
         std::fs::write(store.join("controller-state.json"), content).unwrap();
         let (code, stderr) = run_daemon(&dir, &props);
         assert_eq!(code, Some(1), "{content:?}: {stderr}");
-        assert!(stderr.contains("controller-state.json"), "{content:?}: {stderr}");
+        assert!(
+            stderr.contains("controller-state.json"),
+            "{content:?}: {stderr}"
+        );
         assert!(!stderr.contains("panicked"), "{content:?}: {stderr}");
     }
+    // The journal of commits since the snapshot: a corrupt line (not the last one, which a
+    // crash may cut) stops the start the same way.
+    std::fs::write(
+        store.join("controller-state.json"),
+        "{\"revision\": 0, \"sets\": []}",
+    )
+    .unwrap();
+    std::fs::write(store.join("controller-state.log"), "garbage\n{}\n").unwrap();
+    let (code, stderr) = run_daemon(&dir, &props);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("controller-state.log"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
 }

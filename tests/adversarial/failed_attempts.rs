@@ -48,7 +48,8 @@ async fn the_limit_outlives_connections_and_threads() {
     );
     // The right secret is refused too while the window lasts (a guess that hit must not tell).
     let right = signed(
-        RemotingCommand::request(RequestCode::ADD_WRITE_PERM_OF_BROKER).with_ext("brokerName", "b1"),
+        RemotingCommand::request(RequestCode::ADD_WRITE_PERM_OF_BROKER)
+            .with_ext("brokerName", "b1"),
         "adminKey",
         "adminSecret",
     );

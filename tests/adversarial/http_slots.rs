@@ -32,7 +32,9 @@ async fn hold(addr: SocketAddr) -> Option<TcpStream> {
             }
         }
     };
-    tokio::time::timeout(Duration::from_secs(2), read).await.ok()??;
+    tokio::time::timeout(Duration::from_secs(2), read)
+        .await
+        .ok()??;
     Some(stream)
 }
 

@@ -2,9 +2,9 @@
 //! a regression test of a hole an independent hostile suite found, over TCP or HTTP against the
 //! running server, and checks the class of the hole as well as the case.
 
+mod acl_file;
 mod config_store;
 mod controller_state;
-mod acl_file;
 mod failed_attempts;
 mod http_paths;
 mod http_slots;

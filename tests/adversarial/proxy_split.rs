@@ -67,7 +67,11 @@ async fn headers_split_at_every_byte_are_read_whole() {
             .expect("answered in time");
             let header_text = String::from_utf8_lossy(header);
             let answer = answer.unwrap_or_else(|| panic!("{header_text:?} cut at {cut}: closed"));
-            assert_eq!((answer.code, answer.opaque), (17, 7), "{header_text:?} cut at {cut}");
+            assert_eq!(
+                (answer.code, answer.opaque),
+                (17, 7),
+                "{header_text:?} cut at {cut}"
+            );
         }
     }
     server.stop().await;

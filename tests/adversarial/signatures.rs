@@ -24,7 +24,8 @@ const NO_PERMISSION: i32 = 16;
 
 fn add_write_perm() -> RemotingCommand {
     signed(
-        RemotingCommand::request(RequestCode::ADD_WRITE_PERM_OF_BROKER).with_ext("brokerName", "b1"),
+        RemotingCommand::request(RequestCode::ADD_WRITE_PERM_OF_BROKER)
+            .with_ext("brokerName", "b1"),
         "adminKey",
         "adminSecret",
     )
@@ -86,11 +87,18 @@ async fn signed_requests_seen_on_the_wire_are_refused_off_tls() {
     config.tls = serving(TlsMode::Permissive, &cert);
     config.access.signed_needs_tls = true;
     let server = start_server(config);
-    for replay in [add_write_perm(), as_wipe(add_write_perm()), moved_boundary()] {
+    for replay in [
+        add_write_perm(),
+        as_wipe(add_write_perm()),
+        moved_boundary(),
+    ] {
         let answer = ask(&server, None, replay).await;
         assert_eq!(answer.code, NO_PERMISSION);
         assert!(
-            answer.remark.as_deref().is_some_and(|r| r.contains("over TLS only")),
+            answer
+                .remark
+                .as_deref()
+                .is_some_and(|r| r.contains("over TLS only")),
             "{:?}",
             answer.remark
         );
@@ -125,14 +133,18 @@ async fn admin_writes_can_require_a_client_certificate() {
         .as_deref()
         .is_some_and(|r| r.contains("client certificate")));
     // Reads and signed admin reads need no certificate.
-    assert_eq!(ask(&server, Some(&without), route_request("T")).await.code, 17);
+    assert_eq!(
+        ask(&server, Some(&without), route_request("T")).await.code,
+        17
+    );
     let with = tls_client(&pki.ca_path, Some(&admin));
     assert_eq!(ask(&server, Some(&with), add_write_perm()).await.code, 0);
     // A certificate the CA did not issue fails the handshake.
     let strange = tls_client(&pki.ca_path, Some(&stranger));
     let addr = server.local_addr().to_string();
     let refused = async {
-        let mut client = Client::connect_with(&addr, Duration::from_secs(3), Some(&strange)).await?;
+        let mut client =
+            Client::connect_with(&addr, Duration::from_secs(3), Some(&strange)).await?;
         client.request(add_write_perm()).await
     };
     assert!(refused.await.is_err());
@@ -143,7 +155,10 @@ async fn admin_writes_can_require_a_client_certificate() {
     config.tls = serving(TlsMode::Enforcing, &cert);
     config.access.admin_write_needs_client_cert = true;
     let err = config.validate().unwrap_err().to_string();
-    assert!(err.contains("access.admin_write_needs_client_cert"), "{err}");
+    assert!(
+        err.contains("access.admin_write_needs_client_cert"),
+        "{err}"
+    );
     let mut config = secure_config(&dir);
     config.access.signed_needs_tls = true;
     config.tls.mode = TlsMode::Disabled;

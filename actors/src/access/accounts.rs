@@ -143,8 +143,13 @@ fn redacted(error: &serde_yaml_ng::Error) -> String {
     let text = error.to_string();
     let mut out = String::with_capacity(text.len());
     let mut quote: Option<char> = None;
-    for c in text.chars() {
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
         match quote {
+            // Inside double quotes the text is Rust's debug form: `\"` is a quote of the value.
+            Some('"') if c == '\\' => {
+                chars.next();
+            }
             Some(q) if c == q => {
                 out.push_str("(value not shown)");
                 quote = None;
@@ -424,6 +429,8 @@ dataVersion:
             "accounts:\n  - 98765432109876543210987\n",
             "users:\n  - username: u\n    password:\n      - 98765432109876543210987\n",
             "accounts:\n  - accessKey: k\n    secretKey: 98765432109876543210987\n   bad: [\n",
+            "*\nacco+nts:\u{da} password:\"x12 F0ed\n",
+            "accounts:\n  - \"a\\\"98765432109876543210987\"\n",
         ] {
             let err = Accounts::parse(text).unwrap_err();
             assert!(!err.contains("98765"), "{err}");

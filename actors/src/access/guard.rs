@@ -16,8 +16,8 @@ use tracing::{debug, info, warn};
 use super::accounts::Accounts;
 use super::ledger::FailureLedger;
 use super::{
-    check_basic, AccessClass, AccessControl, AccountsChanged, AttemptFailed, Client, Grant,
-    Policy, Refusal, SourceBlocked,
+    check_basic, AccessClass, AccessControl, AccountsChanged, AttemptFailed, Client, Grant, Policy,
+    Refusal, SourceBlocked,
 };
 use crate::file_watch::{fingerprint, DirWatch};
 

@@ -145,7 +145,11 @@ impl FailureLedger {
             return;
         }
         let entry = self.entry(block.counted, now);
-        entry.blocked_until = Some(entry.blocked_until.map_or(block.until, |u| u.max(block.until)));
+        entry.blocked_until = Some(
+            entry
+                .blocked_until
+                .map_or(block.until, |u| u.max(block.until)),
+        );
     }
 
     /// The entry of `counted`, made room for when the ledger is full.
@@ -218,7 +222,10 @@ mod tests {
         assert_eq!(blocks.len(), 1);
         assert_eq!(blocks[0].counted, Counted::Source(a));
         assert!(ledger.blocked(a, t0 + Duration::from_secs(59)));
-        assert!(ledger.blocked(ip("::ffff:10.0.0.1"), t0), "IPv4-mapped is the same source");
+        assert!(
+            ledger.blocked(ip("::ffff:10.0.0.1"), t0),
+            "IPv4-mapped is the same source"
+        );
         assert!(!ledger.blocked(b, t0));
         assert!(!ledger.blocked(a, t0 + Duration::from_secs(60)));
         assert!(ledger.failed(a, t0 + Duration::from_secs(61)).is_empty());

@@ -30,8 +30,8 @@ use rmq_protocol::{RemotingCommand, RequestCode, ResponseCode};
 
 use crate::route_cache::{CacheId, RouteCacheKeeper};
 pub use accounts::Accounts;
-pub use rmq_transport::front_door::Security;
 use ledger::{Block, FailureLedger};
+pub use rmq_transport::front_door::Security;
 use tracing::warn;
 
 /// The classes of requests a policy applies to.
@@ -363,13 +363,21 @@ pub fn check_basic(
     blocked: bool,
 ) -> Result<Grant, Refusal> {
     let (access_key, given) = basic.unzip();
-    decide(policy, class, accounts, client, access_key, blocked, |secret| {
-        if given.is_some_and(|given| constant_time_eq(given, secret)) {
-            Ok(())
-        } else {
-            Err(Refusal::BadSignature)
-        }
-    })
+    decide(
+        policy,
+        class,
+        accounts,
+        client,
+        access_key,
+        blocked,
+        |secret| {
+            if given.is_some_and(|given| constant_time_eq(given, secret)) {
+                Ok(())
+            } else {
+                Err(Refusal::BadSignature)
+            }
+        },
+    )
 }
 
 /// The steps every request takes (see [`check`]); `prove` checks the proof of the secret.

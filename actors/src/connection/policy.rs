@@ -37,9 +37,10 @@ impl Connection {
             let ip = self.peer.ip();
             let now = Instant::now();
             let accounts = access::accounts_on_this_thread(services.route_cache);
-            let blocked = access::failures_on_this_thread(services.route_cache, &services.access, |l| {
-                l.blocked(ip, now)
-            });
+            let blocked =
+                access::failures_on_this_thread(services.route_cache, &services.access, |l| {
+                    l.blocked(ip, now)
+                });
             let client = access::Client {
                 ip,
                 security: self.security,
@@ -78,9 +79,10 @@ impl Connection {
         let mut blocked_now = false;
         if refusal.is_failed_attempt() {
             let services = &self.share.services;
-            let blocks = access::failures_on_this_thread(services.route_cache, &services.access, |l| {
-                l.failed(ip, now)
-            });
+            let blocks =
+                access::failures_on_this_thread(services.route_cache, &services.access, |l| {
+                    l.failed(ip, now)
+                });
             blocked_now = !blocks.is_empty();
             if let Some(guard) = &services.failed_attempts {
                 guard.do_send(access::AttemptFailed { ip, at: now });

@@ -148,9 +148,7 @@ impl Heartbeats {
         keys.into_iter()
             .filter_map(|key| {
                 let entry = self.entries.remove(&key)?;
-                self.bytes = self
-                    .bytes
-                    .saturating_sub(entry_bytes(&key, &entry.address));
+                self.bytes = self.bytes.saturating_sub(entry_bytes(&key, &entry.address));
                 let (cluster, name, id) = key;
                 Some(Lost {
                     cluster,
@@ -230,7 +228,11 @@ mod tests {
             table.beat(&header(&format!("{i}{long}")), 1, ConnId(1), now);
         }
         assert!(table.bytes() <= MAX_BYTES, "{}", table.bytes());
-        assert!(table.len() < 20_000 && table.len() > 5_000, "{}", table.len());
+        assert!(
+            table.len() < 20_000 && table.len() > 5_000,
+            "{}",
+            table.len()
+        );
         let held = table.len();
         // A broker already known keeps beating; a new one is dropped while full.
         table.beat(&header(&format!("0{long}")), 1, ConnId(1), now);

@@ -138,11 +138,7 @@ impl KvTables {
             .table
             .iter()
             .map(|(ns, kv)| {
-                ns.len()
-                    + ENTRY_OVERHEAD
-                    + kv.iter()
-                        .map(|(k, v)| entry_bytes(k, v))
-                        .sum::<usize>()
+                ns.len() + ENTRY_OVERHEAD + kv.iter().map(|(k, v)| entry_bytes(k, v)).sum::<usize>()
             })
             .sum();
     }
@@ -167,8 +163,7 @@ impl KvTables {
         if before.is_none() && self.entries >= MAX_ENTRIES {
             return Err(KvLimit::Entries);
         }
-        let grown = entry_bytes(key, value)
-            + ns.map_or(namespace.len() + ENTRY_OVERHEAD, |_| 0);
+        let grown = entry_bytes(key, value) + ns.map_or(namespace.len() + ENTRY_OVERHEAD, |_| 0);
         if self.bytes + grown > MAX_BYTES + before.unwrap_or(0) {
             return Err(KvLimit::Bytes);
         }
@@ -240,9 +235,7 @@ impl KvTables {
     fn remove_namespace_if_empty(&mut self, namespace: &str) {
         if self.table.get(namespace).is_some_and(BTreeMap::is_empty) {
             self.table.remove(namespace);
-            self.bytes = self
-                .bytes
-                .saturating_sub(namespace.len() + ENTRY_OVERHEAD);
+            self.bytes = self.bytes.saturating_sub(namespace.len() + ENTRY_OVERHEAD);
         }
     }
 }
@@ -612,7 +605,11 @@ mod tests {
     fn counts_follow_every_change_and_bounds_refuse_growth_only() {
         let mut t = KvTables::default();
         for i in 0..50 {
-            t.put(&format!("ns{}", i % 7), &format!("k{}", i % 11), Some("v".repeat(i)));
+            t.put(
+                &format!("ns{}", i % 7),
+                &format!("k{}", i % 11),
+                Some("v".repeat(i)),
+            );
             if i % 3 == 0 {
                 t.delete(&format!("ns{}", i % 5), &format!("k{}", i % 11));
             }
@@ -621,17 +618,30 @@ mod tests {
             }
             let mut recounted = t.clone();
             recounted.recount();
-            assert_eq!((t.entries, t.bytes), (recounted.entries, recounted.bytes), "after {i}");
+            assert_eq!(
+                (t.entries, t.bytes),
+                (recounted.entries, recounted.bytes),
+                "after {i}"
+            );
         }
         let long = "k".repeat(crate::stored::MAX_NAME_BYTES + 1);
-        assert!(matches!(t.admits("ns", &long, Some("v")), Err(KvLimit::TooLong(_))));
+        assert!(matches!(
+            t.admits("ns", &long, Some("v")),
+            Err(KvLimit::TooLong(_))
+        ));
         let huge = "v".repeat(crate::stored::MAX_KV_VALUE_BYTES + 1);
-        assert!(matches!(t.admits("ns", "k", Some(&huge)), Err(KvLimit::TooLong(_))));
+        assert!(matches!(
+            t.admits("ns", "k", Some(&huge)),
+            Err(KvLimit::TooLong(_))
+        ));
         let mut full = KvTables::default();
         for i in 0..MAX_NAMESPACES {
             full.put(&format!("ns{i}"), "k", Some("v".into()));
         }
-        assert_eq!(full.admits("another", "k", Some("v")), Err(KvLimit::Namespaces));
+        assert_eq!(
+            full.admits("another", "k", Some("v")),
+            Err(KvLimit::Namespaces)
+        );
         assert_eq!(full.admits("another", "k", None), Err(KvLimit::Namespaces));
         // Changes within what it holds are still taken.
         assert_eq!(full.admits("ns7", "k", Some("w")), Ok(()));

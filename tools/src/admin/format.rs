@@ -67,7 +67,6 @@ pub(super) fn config_block(addr: &str, config: &BTreeMap<String, String>) -> Str
 mod tests {
     use super::*;
     use rmq_protocol::body::BrokerData;
-    use rmq_protocol::properties;
 
     #[test]
     fn tables_align_and_do_not_pad_the_last_column() {
