@@ -16,33 +16,11 @@ use rmq_namesrv::protocol::controller::{
 use rmq_namesrv::protocol::{properties, RemotingCodec, RemotingCommand, RequestCode};
 use rmq_namesrv::tools::client::Client;
 use rmq_namesrv::NameServerHandle;
+use support::controller::{controller, controller_config, free_port};
 use support::*;
 use tokio_util::codec::FramedRead;
 
 const CLUSTER: &str = "ctl-cluster";
-
-fn free_port() -> u16 {
-    let probe = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    probe.local_addr().expect("addr").port()
-}
-
-/// A server with the controller on: one node, `n0`, its state under `dir`.
-fn controller_config(dir: &Path) -> Config {
-    let mut config = test_config();
-    config.controller.enabled = true;
-    config.controller.group = "group-test".into();
-    config.controller.peers = format!("n0-127.0.0.1:{}", free_port());
-    config.controller.self_id = "n0".into();
-    config.controller.store_path = dir.to_path_buf();
-    config
-}
-
-async fn controller(server: &NameServerHandle) -> Client {
-    let addr = server.controller_addr().expect("controller enabled");
-    Client::connect(&addr.to_string(), TIMEOUT)
-        .await
-        .expect("connect to the controller")
-}
 
 fn code(c: i32) -> RequestCode {
     RequestCode(c)

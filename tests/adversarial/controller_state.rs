@@ -7,36 +7,13 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use rmq_namesrv::config::Config;
 use rmq_namesrv::protocol::{properties, RemotingCommand, RequestCode};
-use rmq_namesrv::tools::client::Client;
-use rmq_namesrv::NameServerHandle;
 
+use crate::support::controller::{controller, controller_config, free_port};
 use crate::support::*;
 
 const CONTROLLER_INVALID_REQUEST: i32 = 2005;
 const NO_PERMISSION: i32 = 16;
-
-fn free_port() -> u16 {
-    let probe = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    probe.local_addr().expect("address").port()
-}
-
-fn controller_config(dir: &Path) -> Config {
-    let mut config = test_config();
-    config.controller.enabled = true;
-    config.controller.peers = format!("n0-127.0.0.1:{}", free_port());
-    config.controller.self_id = "n0".into();
-    config.controller.store_path = dir.to_path_buf();
-    config
-}
-
-async fn controller(server: &NameServerHandle) -> Client {
-    let addr = server.controller_addr().expect("a controller port");
-    Client::connect(&addr.to_string(), TIMEOUT)
-        .await
-        .expect("connect")
-}
 
 fn apply_id(name: &str, id: i64, check: &str) -> RemotingCommand {
     RemotingCommand::request(RequestCode::CONTROLLER_APPLY_BROKER_ID)

@@ -2,19 +2,14 @@
 //! connections and threads, and a ledger full of other sources never turns it off.
 
 use rmq_namesrv::config::{ProxyMode, ProxyProtocolSettings};
-use rmq_namesrv::protocol::{RemotingCommand, RequestCode};
+use rmq_namesrv::protocol::RemotingCommand;
 
 use crate::support::*;
 
-use super::{ask_raw, secure_config, signed};
+use super::{add_write_perm, ask_raw, secure_config};
 
 fn wrong_guess() -> RemotingCommand {
-    signed(
-        RemotingCommand::request(RequestCode::ADD_WRITE_PERM_OF_BROKER)
-            .with_ext("brokerName", "b1"),
-        "adminKey",
-        "guessed",
-    )
+    add_write_perm("guessed")
 }
 
 /// Whether an answer is a checked guess (bad signature) or refused unchecked.
@@ -47,12 +42,7 @@ async fn the_limit_outlives_connections_and_threads() {
         "{guesses_checked} of 40 guesses checked, the limit is 10"
     );
     // The right secret is refused too while the window lasts (a guess that hit must not tell).
-    let right = signed(
-        RemotingCommand::request(RequestCode::ADD_WRITE_PERM_OF_BROKER)
-            .with_ext("brokerName", "b1"),
-        "adminKey",
-        "adminSecret",
-    );
+    let right = add_write_perm("adminSecret");
     let answers = ask_raw(server.local_addr(), None, &[right]).await;
     assert!(answers[0]
         .remark

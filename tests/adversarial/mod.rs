@@ -48,6 +48,16 @@ fn signed(mut cmd: RemotingCommand, access_key: &str, secret_key: &str) -> Remot
     cmd
 }
 
+/// ADD_WRITE_PERM for broker `b1`, signed by the admin with `secret_key`.
+fn add_write_perm(secret_key: &str) -> RemotingCommand {
+    signed(
+        RemotingCommand::request(rmq_namesrv::protocol::RequestCode::ADD_WRITE_PERM_OF_BROKER)
+            .with_ext("brokerName", "b1"),
+        "adminKey",
+        secret_key,
+    )
+}
+
 /// Sends `requests` on one fresh connection to `addr`, after a PROXY v1 header naming `client`
 /// when given, all at once; answers their answers in arrival order (closed early: fewer).
 async fn ask_raw(

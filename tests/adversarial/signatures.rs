@@ -18,18 +18,9 @@ use rustls::ClientConfig;
 use crate::support::pki::{serving, Issued, Pki};
 use crate::support::*;
 
-use super::{secure_config, signed};
+use super::{add_write_perm, secure_config, signed};
 
 const NO_PERMISSION: i32 = 16;
-
-fn add_write_perm() -> RemotingCommand {
-    signed(
-        RemotingCommand::request(RequestCode::ADD_WRITE_PERM_OF_BROKER)
-            .with_ext("brokerName", "b1"),
-        "adminKey",
-        "adminSecret",
-    )
-}
 
 /// The signed ADD_WRITE_PERM, resent unchanged as WIPE_WRITE_PERM.
 fn as_wipe(mut cmd: RemotingCommand) -> RemotingCommand {
@@ -75,8 +66,16 @@ async fn signed_requests_seen_on_the_wire_are_refused_off_tls() {
     let dir = test_dir("signatures");
     // Java's format, plaintext: the replay works, as with every RocketMQ component (documented).
     let server = start_server(secure_config(&dir));
-    assert_eq!(ask(&server, None, add_write_perm()).await.code, 0);
-    assert_eq!(ask(&server, None, as_wipe(add_write_perm())).await.code, 0);
+    assert_eq!(
+        ask(&server, None, add_write_perm("adminSecret")).await.code,
+        0
+    );
+    assert_eq!(
+        ask(&server, None, as_wipe(add_write_perm("adminSecret")))
+            .await
+            .code,
+        0
+    );
     assert_eq!(ask(&server, None, moved_boundary()).await.code, 0);
     server.stop().await;
 
@@ -88,8 +87,8 @@ async fn signed_requests_seen_on_the_wire_are_refused_off_tls() {
     config.access.signed_needs_tls = true;
     let server = start_server(config);
     for replay in [
-        add_write_perm(),
-        as_wipe(add_write_perm()),
+        add_write_perm("adminSecret"),
+        as_wipe(add_write_perm("adminSecret")),
         moved_boundary(),
     ] {
         let answer = ask(&server, None, replay).await;
@@ -104,7 +103,12 @@ async fn signed_requests_seen_on_the_wire_are_refused_off_tls() {
         );
     }
     let tls = tls_client(&pki.ca_path, None);
-    assert_eq!(ask(&server, Some(&tls), add_write_perm()).await.code, 0);
+    assert_eq!(
+        ask(&server, Some(&tls), add_write_perm("adminSecret"))
+            .await
+            .code,
+        0
+    );
     // Open classes are not affected.
     assert_eq!(ask(&server, None, route_request("T")).await.code, 17);
     server.stop().await;
@@ -126,7 +130,7 @@ async fn admin_writes_can_require_a_client_certificate() {
     config.access.admin_write_needs_client_cert = true;
     let server = start_server(config);
     let without = tls_client(&pki.ca_path, None);
-    let answer = ask(&server, Some(&without), add_write_perm()).await;
+    let answer = ask(&server, Some(&without), add_write_perm("adminSecret")).await;
     assert_eq!(answer.code, NO_PERMISSION);
     assert!(answer
         .remark
@@ -138,14 +142,19 @@ async fn admin_writes_can_require_a_client_certificate() {
         17
     );
     let with = tls_client(&pki.ca_path, Some(&admin));
-    assert_eq!(ask(&server, Some(&with), add_write_perm()).await.code, 0);
+    assert_eq!(
+        ask(&server, Some(&with), add_write_perm("adminSecret"))
+            .await
+            .code,
+        0
+    );
     // A certificate the CA did not issue fails the handshake.
     let strange = tls_client(&pki.ca_path, Some(&stranger));
     let addr = server.local_addr().to_string();
     let refused = async {
         let mut client =
             Client::connect_with(&addr, Duration::from_secs(3), Some(&strange)).await?;
-        client.request(add_write_perm()).await
+        client.request(add_write_perm("adminSecret")).await
     };
     assert!(refused.await.is_err());
     server.stop().await;

@@ -2,6 +2,7 @@
 //! builders in the shape real brokers and clients send.
 #![allow(dead_code)]
 
+pub mod controller;
 pub mod etcd;
 pub mod http;
 pub mod pki;
