@@ -13,7 +13,7 @@ struct Ladder {
 const ACTORS: Ladder = Ladder {
     src: "actors/src",
     rungs: &[
-        &["logging"],
+        &["logging", "stored"],
         &[
             "route",
             "background",
