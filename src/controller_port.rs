@@ -10,8 +10,8 @@ use actix::prelude::*;
 use rmq_actors::controller::etcd::{EtcdSettings, EtcdStore};
 use rmq_actors::controller::file_store::{FileStore, FileStoreError};
 use rmq_actors::controller::Controller;
-use rmq_actors::dispatch::Services;
 use rmq_actors::listener::{Listener, ListenerSetup};
+use rmq_actors::services::{Port, Services};
 use rmq_transport::front_door::FrontDoor;
 use rustls::ClientConfig;
 use tracing::info;
@@ -144,6 +144,7 @@ impl Prepared {
         let services = Services {
             opened: controller.clone().recipient(),
             closed: controller.clone().recipient(),
+            port: Port::Controller,
             controller: Some(controller.clone()),
             ..shared.services
         };

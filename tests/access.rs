@@ -213,6 +213,45 @@ async fn the_secure_profile_signs_admin_requests_only() {
     server.stop().await;
 }
 
+/// A code no row of the port answers is refused before access control, whatever the policies:
+/// it is not audited, does not count as a failed attempt, and reaches no actor.
+#[actix::test]
+async fn a_code_without_a_row_is_refused_before_anything_else() {
+    let dir = test_dir("access-unrowed");
+    let mut config = acl_config(&dir, ACL);
+    for class in [
+        &mut config.access.broker,
+        &mut config.access.read,
+        &mut config.access.admin_read,
+        &mut config.access.admin_write,
+    ] {
+        class.policy = Some(PolicyKind::Signed);
+    }
+    config.access.max_failures = 3;
+    let server = start_server(config);
+    let mut conn = connect(&server).await;
+    let not_supported = ResponseCode::REQUEST_CODE_NOT_SUPPORTED.0;
+    // Unknown, a controller code on the NameServer port, a broker's code: never answered here,
+    // signed (wrongly) or not.
+    for code in [424_242, RequestCode::CONTROLLER_ELECT_MASTER.0, 10] {
+        for _ in 0..5 {
+            let request = RemotingCommand::request(RequestCode(code)).with_ext("topic", "T");
+            assert_eq!(ask(&mut conn, request.clone()).await.code, not_supported);
+            let guessed = signed(request, "adminKey", "guess");
+            assert_eq!(ask(&mut conn, guessed).await.code, not_supported);
+        }
+    }
+    // Fifteen wrong signatures on unanswered codes did not use up the three failed attempts.
+    let good = signed(put_kv("k", "v"), "adminKey", "adminSecret");
+    assert_eq!(ask(&mut conn, good).await.code, 0);
+    let lines = audit_lines(&dir.join("audit.log"), 1).await;
+    assert!(
+        lines.iter().all(|l| l["request"] == "PUT_KV_CONFIG"),
+        "{lines:?}"
+    );
+    server.stop().await;
+}
+
 #[actix::test]
 async fn every_class_under_every_policy() {
     let dir = test_dir("access-classes");

@@ -12,19 +12,20 @@ use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 use bytes::BytesMut;
-use rmq_protocol::{FrameError, LanguageCode, RemotingCodec, RemotingCommand};
+use rmq_protocol::{FrameError, LanguageCode, RemotingCodec, RemotingCommand, RequestCode};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::Sleep;
 use tokio_util::codec::Decoder;
 use tracing::{debug, error, info, info_span, warn, Span};
 
 use crate::access::audit::AuditDraft;
-use crate::dispatch::{dispatch, Class, Responder};
+use crate::codes::{Asking, Class, Outcome};
+use crate::dispatch;
 use crate::limits::{Limit, Refused};
 use crate::messages::{CloseConnection, ConnectionClosed, ConnectionOpened, WentAway};
 use crate::outbox::{Outbox, MAX_SLICES};
 use crate::registration::{self, BodyMemo, RegistrationError};
-use crate::response::{go_away, overloaded, system_error, IntoResponse};
+use crate::response::{go_away, not_supported, overloaded, system_error, IntoResponse};
 use crate::route::ConnId;
 use crate::route_cache::WorkerCache;
 use crate::worker::WorkerShare;
@@ -190,7 +191,7 @@ impl Connection {
             }
             return;
         }
-        let reply_to = ReplyTo {
+        let mut reply_to = ReplyTo {
             opaque: cmd.opaque,
             oneway: cmd.is_oneway(),
             serialize_type: cmd.serialize_type,
@@ -200,14 +201,51 @@ impl Connection {
             audit: None,
         };
         drop(_entered);
-        let share = Rc::clone(&self.share);
-        let mut responder = Answering {
-            conn: self,
-            ctx,
-            reply_to,
-            request: &cmd,
+        let answer = self.answer(&cmd, &mut reply_to);
+        match answer {
+            Outcome::Now(response) => self.reply(reply_to, response, ctx),
+            Outcome::Later(reply) => self.forward(reply, reply_to, ctx),
+            Outcome::Register => self.register_broker(cmd, reply_to, ctx),
+        }
+    }
+
+    /// One request, in the order it is handled: its row, access control, the route cache,
+    /// admission, then the actor that answers it.
+    fn answer(&mut self, cmd: &RemotingCommand, reply_to: &mut ReplyTo) -> Outcome {
+        let Some(row) = dispatch::lookup(self.share.services.port, cmd.request_code()) else {
+            return Outcome::Now(not_supported(cmd.code));
         };
-        dispatch(&cmd, &share.services, &mut responder);
+        if let Err(refused) = self.authorize(row, cmd, reply_to) {
+            return Outcome::Now(refused);
+        }
+        let share = Rc::clone(&self.share);
+        let asking = Asking {
+            services: &share.services,
+            conn: self.id,
+            route_cache: self.route_cache.as_ref(),
+        };
+        if row.code == RequestCode::GET_ROUTEINFO_BY_TOPIC {
+            if let Some(cached) = dispatch::cached_route(cmd, &asking) {
+                self.share.count(|m| match cached {
+                    Some(_) => m.route_cache_hit(),
+                    None => m.route_cache_miss(),
+                });
+                if let Some(body) = cached {
+                    return Outcome::Now(RemotingCommand::success().with_body(body));
+                }
+            }
+        }
+        if let Some(class) = row.admission {
+            if let Err(busy) = self.admit(class) {
+                return Outcome::Now(busy);
+            }
+        }
+        let asking = Asking {
+            services: &share.services,
+            conn: self.id,
+            route_cache: self.route_cache.as_ref(),
+        };
+        (row.answer)(cmd, &asking)
     }
 
     /// Whether a request of `class` may wait for an actor now; if not, it is counted and the
@@ -546,60 +584,6 @@ const MIN_READ: usize = 1024;
 thread_local! {
     /// What idle connections read into: one buffer per thread instead of one per connection.
     static SCRATCH: RefCell<Box<[u8]>> = RefCell::new(vec![0; 64 * 1024].into_boxed_slice());
-}
-
-/// A request being handed to the actor that answers it (see [`dispatch`]).
-struct Answering<'a> {
-    conn: &'a mut Connection,
-    ctx: &'a mut Context<Connection>,
-    reply_to: ReplyTo,
-    request: &'a RemotingCommand,
-}
-
-impl Responder for Answering<'_> {
-    fn answer(&mut self, response: RemotingCommand) {
-        debug!(parent: &self.conn.span, remark = ?response.remark, "answered without an actor");
-        self.conn.reply(self.reply_to, response, self.ctx);
-    }
-
-    fn answer_later<F, R>(&mut self, reply: F)
-    where
-        F: Future<Output = Result<R, MailboxError>> + 'static,
-        R: IntoResponse + 'static,
-    {
-        self.conn.forward(reply, self.reply_to, self.ctx);
-    }
-
-    fn register_broker(&mut self) {
-        self.conn
-            .register_broker(self.request.clone(), self.reply_to, self.ctx);
-    }
-
-    fn route_cache(&self) -> Option<&WorkerCache> {
-        self.conn.route_cache.as_ref()
-    }
-
-    fn admit(&mut self, class: Class) -> Result<(), RemotingCommand> {
-        self.conn.admit(class)
-    }
-
-    fn authorize(&mut self, cmd: &RemotingCommand) -> Result<(), RemotingCommand> {
-        self.conn.authorize(cmd, &mut self.reply_to)
-    }
-
-    fn conn_id(&self) -> ConnId {
-        self.conn.id
-    }
-
-    fn route_cache_counted(&mut self, hit: bool) {
-        self.conn.share.count(|m| {
-            if hit {
-                m.route_cache_hit();
-            } else {
-                m.route_cache_miss();
-            }
-        });
-    }
 }
 
 impl Actor for Connection {

@@ -1,71 +1,189 @@
-//! Which actor answers which request code, on one screen, like Java's DefaultRequestProcessor
-//! switch: [`dispatch`] reads a request's header and body into the typed message of its code and
-//! hands it, through a [`Responder`], to the actor that answers it. A request that cannot be read
-//! (unknown code, a missing header field, a bad body) is answered at once. The decoding runs on
-//! the connection's thread, so JSON parsing stays off the actors' mailboxes.
+//! Which actor answers which request code, on one screen per port, like Java's
+//! DefaultRequestProcessor switch: one [`Row`] per code (crate::codes) with its access class,
+//! admission class, audit target, owner, and the reader that turns its header and body into the
+//! owner's typed message. A request that cannot be read (a missing header field, a bad body) is
+//! answered at once. The reading runs on the connection's thread, so JSON parsing stays off the
+//! actors' mailboxes.
 
 use std::future::Future;
-use std::sync::Arc;
 
 use actix::prelude::*;
 use rmq_protocol::body::{DataVersion, TopicRouteData};
-use rmq_protocol::code::version;
 use rmq_protocol::custom_headers::{
     BrokerHeartbeatHeader, BrokerIdentityHeader, BrokerNameHeader, DeleteKvConfigHeader,
-    DeleteTopicHeader, ExtReader, GetBrokerMemberGroupHeader, GetKvConfigHeader,
-    GetKvListByNamespaceHeader, GetTopicsByClusterHeader, PutKvConfigHeader,
-    QueryDataVersionHeader, RegisterTopicHeader, ZONE_MODE, ZONE_NAME,
+    DeleteTopicHeader, GetBrokerMemberGroupHeader, GetKvConfigHeader, GetKvListByNamespaceHeader,
+    GetTopicsByClusterHeader, PutKvConfigHeader, QueryDataVersionHeader, RegisterTopicHeader,
+    RouteQuery,
 };
 use rmq_protocol::fastjson::{self, JsonStyle};
 use rmq_protocol::{RemotingCommand, RequestCode};
 
-use crate::access::audit::{audited, AuditEvent};
-use crate::access::{AccessClass, AccessControl};
-use crate::controller::{requests, Controller, ControllerRequest};
+use crate::access::AccessClass;
+use crate::codes::{Answer, Asking, Audit, Class, Outcome, Reader, Row};
+use crate::controller::{requests, ControllerRequest};
 use crate::kv::KvStore;
-use crate::limits::Limits;
 use crate::messages::*;
 use crate::registry::RouteRegistry;
-use crate::response::read_header;
-use crate::response::{not_supported, small_body, system_error, IntoResponse};
+use crate::response::{read_header, small_body, system_error, IntoResponse};
 use crate::route::{BrokerInstance, ConnId, Unregistration};
-use crate::route_cache::{CacheId, WorkerCache};
 
-/// The actors that answer requests, and the lifecycle of connections; shared by all connections.
-#[derive(Clone)]
-pub struct Services {
-    pub routes: Addr<RouteRegistry>,
-    pub kv: Addr<KvStore>,
-    /// GET_NAMESRV_CONFIG and UPDATE_NAMESRV_CONFIG go to the runtime-config owner.
-    pub config_reader: Recipient<GetNamesrvConfig>,
-    pub config_writer: Recipient<UpdateNamesrvConfig>,
-    /// Cluster-test mode: where route misses are looked up.
-    pub product_env: Option<Recipient<LookupProductEnvRoute>>,
-    /// Told when a connection opens and closes (Housekeeping).
-    pub opened: Recipient<ConnectionOpened>,
-    pub closed: Recipient<ConnectionClosed>,
-    /// Told of every GO_AWAY answer (Housekeeping counts them).
-    pub went_away: Recipient<WentAway>,
-    /// Server-wide budgets, and the count of what every limit refused.
-    pub limits: Addr<Limits>,
-    /// This NameServer's route cache on each connection thread (and its id for the thread's
-    /// other per-server state: metrics, accounts).
-    pub route_cache: CacheId,
-    /// Who may send which requests (docs/access.md).
-    pub access: Arc<AccessControl>,
-    /// The server-wide failed-attempt ledger's owner (the access guard), when there are
-    /// accounts to fail against.
-    pub failed_attempts: Option<Recipient<crate::access::AttemptFailed>>,
-    /// Where audited requests are written.
-    pub audit: Recipient<AuditEvent>,
-    /// On the controller's port only: the controller, which then answers every request (the
-    /// NameServer's codes are not served there, as on Java's controller port).
-    pub controller: Option<Addr<Controller>>,
-    /// Builds with debug assertions only: the actors a [`FAULT_INJECTION`] request can make
-    /// panic, by name (docs/actors.md#supervision-and-panics).
+pub use crate::services::Port;
+pub use crate::services::Services;
+
+/// The row of `code` on `port`, if the port answers it.
+pub fn lookup(port: Port, code: RequestCode) -> Option<&'static Row> {
+    let rows = match port {
+        Port::NameServer => NAMESRV,
+        Port::Controller => CONTROLLER,
+    };
+    let found = crate::codes::find(rows, code);
     #[cfg(debug_assertions)]
-    pub faults: Vec<(&'static str, Recipient<crate::contain::InjectPanic>)>,
+    let found = found.or_else(|| (code == FAULT_INJECTION).then_some(&FAULT_ROW));
+    found
 }
+
+#[allow(clippy::too_many_arguments)]
+const fn row(
+    code: RequestCode,
+    access: AccessClass,
+    admission: Option<Class>,
+    audit: Audit,
+    owner: &'static str,
+    answer: Answer,
+    read: Reader,
+) -> Row {
+    Row {
+        code,
+        access,
+        admission,
+        audit,
+        owner,
+        answer,
+        read,
+    }
+}
+
+/// The row of a code the RouteRegistry answers with message `M`.
+const fn registry<M>(
+    code: RequestCode,
+    access: AccessClass,
+    admission: Option<Class>,
+    audit: Audit,
+) -> Row
+where
+    M: FromFrame + Message + Send + 'static,
+    RouteRegistry: Handler<M>,
+    M::Result: Send + IntoResponse + 'static,
+{
+    row(
+        code,
+        access,
+        admission,
+        audit,
+        "RouteRegistry",
+        to_routes::<M>,
+        read_only::<M>,
+    )
+}
+
+/// The row of a code the KvStore answers with message `M`.
+const fn kv<M>(
+    code: RequestCode,
+    access: AccessClass,
+    admission: Option<Class>,
+    audit: Audit,
+) -> Row
+where
+    M: FromFrame + Message + Send + 'static,
+    KvStore: Handler<M>,
+    M::Result: Send + IntoResponse + 'static,
+{
+    row(
+        code,
+        access,
+        admission,
+        audit,
+        "KvStore",
+        to_kv::<M>,
+        read_only::<M>,
+    )
+}
+
+/// The row of a controller code: the Controller answers them all.
+const fn controller(code: RequestCode, access: AccessClass, admission: Option<Class>) -> Row {
+    row(
+        code,
+        access,
+        admission,
+        Audit::No,
+        "Controller",
+        controller_call,
+        read_call,
+    )
+}
+
+use AccessClass::{AdminRead, AdminWrite, Broker, Read};
+use RequestCode as C;
+const READ: Option<Class> = Some(Class::Read);
+const WRITE: Option<Class> = Some(Class::Write);
+const CONFIG: &str = "RuntimeConfig";
+const BROKER: Audit = Audit::Fields(&[
+    ("cluster", "clusterName"),
+    ("broker", "brokerName"),
+    ("broker_addr", "brokerAddr"),
+    ("broker_id", "brokerId"),
+]);
+const KV_KEY: Audit = Audit::Fields(&[("namespace", "namespace"), ("key", "key")]);
+const BROKER_NAME: Audit = Audit::Fields(&[("broker", "brokerName")]);
+
+/// The NameServer port's codes (docs/request-codes.md lists them), route queries first: the
+/// lookup reads the rows in order.
+#[rustfmt::skip]
+pub static NAMESRV: &[Row] = &[
+    row(C::GET_ROUTEINFO_BY_TOPIC, Read, READ, Audit::No, "RouteRegistry", route_info, read_route),
+    row(C::REGISTER_BROKER, Broker, WRITE, BROKER, "RouteRegistry", |_, _| Outcome::Register, read_registration),
+    registry::<BrokerHeartbeat>(C::BROKER_HEARTBEAT, Broker, WRITE, Audit::No),
+    registry::<QueryDataVersion>(C::QUERY_DATA_VERSION, Broker, WRITE, Audit::No),
+    registry::<UnregisterBroker>(C::UNREGISTER_BROKER, Broker, WRITE, BROKER),
+    registry::<GetClusterInfo>(C::GET_BROKER_CLUSTER_INFO, Read, READ, Audit::No),
+    registry::<GetBrokerMemberGroup>(C::GET_BROKER_MEMBER_GROUP, Read, READ, Audit::No),
+    registry::<GetTopicList>(C::GET_ALL_TOPIC_LIST_FROM_NAMESERVER, Read, READ, Audit::No),
+    registry::<GetTopicList>(C::GET_TOPICS_BY_CLUSTER, Read, READ, Audit::No),
+    registry::<GetTopicList>(C::GET_SYSTEM_TOPIC_LIST_FROM_NS, Read, READ, Audit::No),
+    registry::<GetTopicList>(C::GET_UNIT_TOPIC_LIST, Read, READ, Audit::No),
+    registry::<GetTopicList>(C::GET_HAS_UNIT_SUB_TOPIC_LIST, Read, READ, Audit::No),
+    registry::<GetTopicList>(C::GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST, Read, READ, Audit::No),
+    kv::<GetKvConfig>(C::GET_KV_CONFIG, Read, READ, Audit::No),
+    kv::<GetKvList>(C::GET_KVLIST_BY_NAMESPACE, Read, READ, Audit::No),
+    row(C::GET_NAMESRV_CONFIG, AdminRead, READ, Audit::No, CONFIG, get_namesrv_config, |_| Ok(())),
+    kv::<PutKvConfig>(C::PUT_KV_CONFIG, AdminWrite, WRITE, KV_KEY),
+    kv::<DeleteKvConfig>(C::DELETE_KV_CONFIG, AdminWrite, WRITE, KV_KEY),
+    registry::<WipeWritePerm>(C::WIPE_WRITE_PERM_OF_BROKER, AdminWrite, WRITE, BROKER_NAME),
+    registry::<AddWritePerm>(C::ADD_WRITE_PERM_OF_BROKER, AdminWrite, WRITE, BROKER_NAME),
+    registry::<DeleteTopic>(C::DELETE_TOPIC_IN_NAMESRV, AdminWrite, WRITE, Audit::Fields(&[("topic", "topic"), ("cluster", "clusterName")])),
+    registry::<RegisterTopic>(C::REGISTER_TOPIC_IN_NAMESRV, AdminWrite, WRITE, Audit::Fields(&[("topic", "topic")])),
+    row(C::UPDATE_NAMESRV_CONFIG, AdminWrite, WRITE, Audit::ConfigKeys, CONFIG, update_namesrv_config, |cmd| small_body(cmd, "configuration")),
+];
+
+/// The controller port's codes: all answered by the Controller; what brokers send is `broker`
+/// (1002 included: brokers elect themselves; `mqadmin electMaster` needs the same right), the
+/// admin tools' reads `admin_read`, their changes `admin_write`. The heartbeat, oneway, is not
+/// held back by admission.
+#[rustfmt::skip]
+pub static CONTROLLER: &[Row] = &[
+    controller(C::BROKER_HEARTBEAT, Broker, None),
+    controller(C::CONTROLLER_ALTER_SYNC_STATE_SET, Broker, WRITE),
+    controller(C::CONTROLLER_ELECT_MASTER, Broker, WRITE),
+    controller(C::CONTROLLER_REGISTER_BROKER, Broker, WRITE),
+    controller(C::CONTROLLER_GET_REPLICA_INFO, Broker, WRITE),
+    controller(C::CONTROLLER_GET_METADATA_INFO, Broker, WRITE),
+    controller(C::CONTROLLER_GET_NEXT_BROKER_ID, Broker, WRITE),
+    controller(C::CONTROLLER_APPLY_BROKER_ID, Broker, WRITE),
+    controller(C::CONTROLLER_GET_SYNC_STATE_DATA, AdminRead, WRITE),
+    controller(C::GET_CONTROLLER_CONFIG, AdminRead, WRITE),
+    controller(C::UPDATE_CONTROLLER_CONFIG, AdminWrite, WRITE),
+    controller(C::CLEAN_BROKER_DATA, AdminWrite, WRITE),
+];
 
 /// Builds with debug assertions only (tests, dev builds): a request of this code with ext field
 /// `actor` makes that actor's handler panic (`connection`: the connection itself), so tests and
@@ -74,216 +192,158 @@ pub struct Services {
 #[cfg(debug_assertions)]
 pub const FAULT_INJECTION: RequestCode = RequestCode(1_999_999);
 
-/// The class of a request for admission.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Class {
-    /// Route and cluster queries, topic lists, KV and config reads.
-    Read,
-    /// Registrations, heartbeats and every change.
-    Write,
-}
+#[cfg(debug_assertions)]
+static FAULT_ROW: Row = row(
+    FAULT_INJECTION,
+    AdminWrite,
+    None,
+    Audit::No,
+    "any",
+    inject_fault,
+    |_| Ok(()),
+);
 
-impl Class {
-    /// Route and cluster queries, topic lists, KV reads (the `read` access class) and
-    /// GET_NAMESRV_CONFIG (`admin_read`) are reads; everything else is a write.
-    pub fn of(code: RequestCode) -> Class {
-        match AccessClass::of(code) {
-            Some(AccessClass::Read | AccessClass::AdminRead) => Class::Read,
-            _ => Class::Write,
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Class::Read => "read",
-            Class::Write => "write",
-        }
-    }
-}
-
-/// Where [`dispatch`] hands a request: the connection that read it.
-pub trait Responder {
-    /// Answers at once.
-    fn answer(&mut self, response: RemotingCommand);
-    /// Answers with the reply of the actor `reply` waits for.
-    fn answer_later<F, R>(&mut self, reply: F)
-    where
-        F: Future<Output = Result<R, MailboxError>> + 'static,
-        R: IntoResponse + 'static;
-    /// REGISTER_BROKER, which the registration module decodes and registers with the connection's
-    /// memory of its previous body.
-    fn register_broker(&mut self);
-    /// The route cache of the connection's thread.
-    fn route_cache(&self) -> Option<&WorkerCache>;
-    /// Whether a request of `class` may wait for an actor now; the error is the answer
-    /// (SYSTEM_BUSY "[OVERLOAD]").
-    fn admit(&mut self, class: Class) -> Result<(), RemotingCommand>;
-    /// Counts a route query answered from the route cache (`hit`) or asked of the registry.
-    fn route_cache_counted(&mut self, _hit: bool) {}
-    /// Applies access control to a request of a restricted or audited code
-    /// (crate::access); the error is the answer (NO_PERMISSION). No default: a responder that
-    /// forgot it would let every request through.
-    fn authorize(&mut self, cmd: &RemotingCommand) -> Result<(), RemotingCommand>;
-    /// The connection's id.
-    fn conn_id(&self) -> ConnId;
-}
-
-/// Sends `cmd` to the actor that answers its code, or answers it at once.
-pub fn dispatch(cmd: &RemotingCommand, to: &Services, out: &mut impl Responder) {
-    if let Err(response) = route(cmd, to, out) {
-        out.answer(response);
+/// Sends `message` to the actor behind `to` and waits for its reply.
+fn ask<A, M>(to: &Addr<A>, message: Result<M, RemotingCommand>) -> Outcome
+where
+    A: Handler<M>,
+    A::Context: actix::dev::ToEnvelope<A, M>,
+    M: Message + Send + 'static,
+    M::Result: Send + IntoResponse + 'static,
+{
+    match message {
+        Ok(message) => Outcome::later(to.send(message)),
+        Err(answer) => Outcome::Now(answer),
     }
 }
 
-fn route(
-    cmd: &RemotingCommand,
-    to: &Services,
-    out: &mut impl Responder,
-) -> Result<(), RemotingCommand> {
-    use RequestCode as C;
-    if let Some(controller) = &to.controller {
-        return controller_route(cmd, controller, to, out);
+fn to_routes<M>(cmd: &RemotingCommand, to: &Asking<'_>) -> Outcome
+where
+    M: FromFrame + Message + Send + 'static,
+    RouteRegistry: Handler<M>,
+    M::Result: Send + IntoResponse + 'static,
+{
+    ask(&to.services.routes, M::read(cmd))
+}
+
+fn to_kv<M>(cmd: &RemotingCommand, to: &Asking<'_>) -> Outcome
+where
+    M: FromFrame + Message + Send + 'static,
+    KvStore: Handler<M>,
+    M::Result: Send + IntoResponse + 'static,
+{
+    ask(&to.services.kv, M::read(cmd))
+}
+
+fn get_namesrv_config(_: &RemotingCommand, to: &Asking<'_>) -> Outcome {
+    Outcome::later(to.services.config_reader.send(GetNamesrvConfig))
+}
+
+fn update_namesrv_config(cmd: &RemotingCommand, to: &Asking<'_>) -> Outcome {
+    if let Err(answer) = small_body(cmd, "configuration") {
+        return Outcome::Now(answer);
     }
-    let code = cmd.request_code();
-    // Access control first, even before a route query from the cache; nothing to do when
-    // every class is open and the code is not audited.
-    if !to.access.policies.all_open() || audited(code) {
-        out.authorize(cmd)?;
-    }
-    // Everything that waits for an actor is admitted first, but for a route query, which is
-    // admitted only when the cache of this thread cannot answer it.
-    let cached_route = code == C::GET_ROUTEINFO_BY_TOPIC && to.product_env.is_none();
-    #[cfg(debug_assertions)]
-    let cached_route = cached_route || code == FAULT_INJECTION;
-    // Only codes with a handler here wait for an actor (a named code we do not answer, such as
-    // the controller's, gets REQUEST_CODE_NOT_SUPPORTED even under overload).
-    if !cached_route && AccessClass::of(code).is_some() {
-        out.admit(Class::of(code))?;
-    }
-    match code {
-        // KV config: the KvStore.
-        C::PUT_KV_CONFIG => out.answer_later(to.kv.send(put_kv_config(cmd)?)),
-        C::GET_KV_CONFIG => out.answer_later(to.kv.send(get_kv_config(cmd)?)),
-        C::DELETE_KV_CONFIG => out.answer_later(to.kv.send(delete_kv_config(cmd)?)),
-        C::GET_KVLIST_BY_NAMESPACE => out.answer_later(to.kv.send(get_kv_list(cmd)?)),
-        // Brokers: the RouteRegistry.
-        C::REGISTER_BROKER => out.register_broker(),
-        C::UNREGISTER_BROKER => out.answer_later(to.routes.send(unregister_broker(cmd)?)),
-        C::BROKER_HEARTBEAT => out.answer_later(to.routes.send(broker_heartbeat(cmd)?)),
-        C::QUERY_DATA_VERSION => out.answer_later(to.routes.send(query_data_version(cmd)?)),
-        // Routes and cluster: the RouteRegistry (in cluster-test mode a route miss is then looked
-        // up on the product environment).
-        C::GET_ROUTEINFO_BY_TOPIC => match &to.product_env {
-            None => route_query(cmd, to, out),
-            Some(env) => {
-                out.answer_later(route_with_fallback(&to.routes, env, get_route_info(cmd)?))
-            }
-        },
-        C::GET_BROKER_CLUSTER_INFO => out.answer_later(to.routes.send(GetClusterInfo)),
-        C::GET_BROKER_MEMBER_GROUP => out.answer_later(to.routes.send(member_group(cmd)?)),
-        C::WIPE_WRITE_PERM_OF_BROKER => out.answer_later(to.routes.send(WipeWritePerm {
-            name: read_header::<BrokerNameHeader>(cmd)?.broker_name,
-        })),
-        C::ADD_WRITE_PERM_OF_BROKER => out.answer_later(to.routes.send(AddWritePerm {
-            name: read_header::<BrokerNameHeader>(cmd)?.broker_name,
-        })),
-        C::DELETE_TOPIC_IN_NAMESRV => out.answer_later(to.routes.send(delete_topic(cmd)?)),
-        C::REGISTER_TOPIC_IN_NAMESRV => out.answer_later(to.routes.send(register_topic(cmd)?)),
-        // Topic lists: the RouteRegistry.
-        C::GET_ALL_TOPIC_LIST_FROM_NAMESERVER
-        | C::GET_TOPICS_BY_CLUSTER
-        | C::GET_SYSTEM_TOPIC_LIST_FROM_NS
-        | C::GET_UNIT_TOPIC_LIST
-        | C::GET_HAS_UNIT_SUB_TOPIC_LIST
-        | C::GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST => {
-            out.answer_later(to.routes.send(topic_list(cmd)?));
-        }
-        // Runtime configuration: the runtime-config actor.
-        C::UPDATE_NAMESRV_CONFIG => {
-            small_body(cmd, "configuration")?;
-            out.answer_later(to.config_writer.send(UpdateNamesrvConfig {
-                body: cmd.body.clone(),
-            }));
-        }
-        C::GET_NAMESRV_CONFIG => out.answer_later(to.config_reader.send(GetNamesrvConfig)),
-        #[cfg(debug_assertions)]
-        FAULT_INJECTION => out.answer(inject_fault(cmd, to)),
-        _ => return Err(not_supported(cmd.code)),
-    }
+    Outcome::later(to.services.config_writer.send(UpdateNamesrvConfig {
+        body: cmd.body.clone(),
+    }))
+}
+
+/// Reads a request of message `M` without answering it.
+fn read_only<M: FromFrame>(cmd: &RemotingCommand) -> Result<(), RemotingCommand> {
+    M::read(cmd).map(drop)
+}
+
+/// Reads a route query (it cannot fail: a missing topic is TOPIC_NOT_EXIST for "null").
+fn read_route(cmd: &RemotingCommand) -> Result<(), RemotingCommand> {
+    RouteQuery::of(cmd);
     Ok(())
 }
 
-/// A request on the controller's port: access control, admission, then the controller.
-fn controller_route(
-    cmd: &RemotingCommand,
-    controller: &Addr<Controller>,
-    to: &Services,
-    out: &mut impl Responder,
-) -> Result<(), RemotingCommand> {
-    if !to.access.policies.all_open() {
-        out.authorize(cmd)?;
+/// Reads a registration, as the first of a connection with the default inflation bound.
+fn read_registration(cmd: &RemotingCommand) -> Result<(), RemotingCommand> {
+    let max_inflated_body = crate::settings::ServerSettings::default().max_inflated_body_bytes;
+    crate::registration::decode_registration(cmd, ConnId(0), max_inflated_body, None).map(drop)
+}
+
+/// Reads a controller request.
+fn read_call(cmd: &RemotingCommand) -> Result<(), RemotingCommand> {
+    requests::decode(cmd).map(drop)
+}
+
+/// Every code of the controller's port: read into one controller call.
+fn controller_call(cmd: &RemotingCommand, to: &Asking<'_>) -> Outcome {
+    let Some(controller) = &to.services.controller else {
+        return Outcome::Now(system_error("no controller on this port"));
+    };
+    match requests::decode(cmd) {
+        Ok(call) => Outcome::later(controller.send(ControllerRequest {
+            call,
+            conn: to.conn,
+        })),
+        Err(answer) => Outcome::Now(answer),
     }
-    let call = requests::decode(cmd)?;
-    if !matches!(call, requests::Call::Heartbeat(_)) {
-        out.admit(Class::Write)?;
-    }
-    out.answer_later(controller.send(ControllerRequest {
-        call,
-        conn: out.conn_id(),
-    }));
-    Ok(())
 }
 
 /// [`FAULT_INJECTION`]: sends the named actor a panic, or panics here for `connection`.
 #[cfg(debug_assertions)]
-fn inject_fault(cmd: &RemotingCommand, to: &Services) -> RemotingCommand {
+fn inject_fault(cmd: &RemotingCommand, to: &Asking<'_>) -> Outcome {
+    use rmq_protocol::custom_headers::ExtReader;
     let actor = ExtReader::of(cmd).get("actor").unwrap_or_default();
     if actor == "connection" {
         panic!("injected fault in a connection");
     }
-    match to.faults.iter().find(|(name, _)| *name == actor) {
-        Some((_, target)) => {
-            let lose = ExtReader::of(cmd).get("lose").is_some_and(|v| v == "true");
-            target.do_send(crate::contain::InjectPanic { lose });
-            RemotingCommand::success()
-        }
-        None => system_error(format!("no actor {actor:?} to inject a fault into")),
-    }
+    Outcome::Now(
+        match to.services.faults.iter().find(|(name, _)| *name == actor) {
+            Some((_, target)) => {
+                let lose = ExtReader::of(cmd).get("lose").is_some_and(|v| v == "true");
+                target.do_send(crate::contain::InjectPanic { lose });
+                RemotingCommand::success()
+            }
+            None => system_error(format!("no actor {actor:?} to inject a fault into")),
+        },
+    )
 }
 
-/// GET_ROUTEINFO_BY_TOPIC: from this thread's route cache when it has the route (read from the
-/// header without copying anything), else from the registry, whose answer then fills the cache.
-/// Zone-filtered queries always ask the registry.
-fn route_query(cmd: &RemotingCommand, to: &Services, out: &mut impl Responder) {
-    let (topic, style, zone) = route_key(cmd);
-    if let (Some(topic), None, Some(cache)) = (topic, zone, out.route_cache()) {
-        if let Some(body) = cache.lookup(topic, style) {
-            out.route_cache_counted(true);
-            out.answer(RemotingCommand::success().with_body(body));
-            return;
-        }
-        out.route_cache_counted(false);
+/// GET_ROUTEINFO_BY_TOPIC, when this thread's route cache cannot answer it (see
+/// [`cached_route`]): asks the registry, whose answer then fills the cache. In cluster-test
+/// mode a route miss is then looked up on the product environment.
+fn route_info(cmd: &RemotingCommand, to: &Asking<'_>) -> Outcome {
+    let query = RouteQuery::of(cmd);
+    let message = GetRouteInfo {
+        topic: query.topic.map(str::to_owned),
+        style: query.style,
+        zone: query.zone.map(str::to_owned),
+    };
+    if let Some(env) = &to.services.product_env {
+        return Outcome::later(route_with_fallback(&to.services.routes, env, message));
     }
-    if let Err(busy) = out.admit(Class::Read) {
-        out.answer(busy);
-        return;
-    }
-    let fill = match (topic, zone, out.route_cache()) {
+    let fill = match (query.topic, query.zone, to.route_cache) {
         (Some(topic), None, Some(cache)) => Some((cache.clone(), topic.to_owned())),
         _ => None,
     };
-    let reply = to.routes.send(GetRouteInfo {
-        topic: topic.map(str::to_owned),
-        style,
-        zone: zone.map(str::to_owned),
-    });
-    out.answer_later(async move {
+    let style = query.style;
+    let reply = to.services.routes.send(message);
+    Outcome::later(async move {
         let reply = reply.await?;
         if let (Ok(route), Some((cache, topic))) = (&reply, fill) {
             cache.fill(&topic, style, route.body.clone(), route.generation);
         }
         Ok(reply)
-    });
+    })
+}
+
+/// GET_ROUTEINFO_BY_TOPIC from this thread's route cache, when it has the route (read from the
+/// header without copying anything); zone-filtered queries and cluster-test mode always ask the
+/// registry. `Some(hit)`: the cache was asked.
+pub fn cached_route(cmd: &RemotingCommand, to: &Asking<'_>) -> Option<Option<bytes::Bytes>> {
+    if to.services.product_env.is_some() {
+        return None;
+    }
+    let query = RouteQuery::of(cmd);
+    match (query.topic, query.zone, to.route_cache) {
+        (Some(topic), None, Some(cache)) => Some(cache.lookup(topic, query.style)),
+        _ => None,
+    }
 }
 
 /// Reads a JSON body of type `T` (named `what` in the error), `None` without a body.
@@ -306,139 +366,161 @@ fn json_body<T: serde::de::DeserializeOwned>(
 
 type Decoded<M> = Result<M, RemotingCommand>;
 
-fn put_kv_config(cmd: &RemotingCommand) -> Decoded<PutKvConfig> {
-    let h = read_header::<PutKvConfigHeader>(cmd)?;
-    Ok(PutKvConfig {
-        namespace: h.namespace,
-        key: h.key,
-        value: h.value,
-    })
+/// A request message read from its frame (header, and body where it has one).
+trait FromFrame: Sized {
+    fn read(cmd: &RemotingCommand) -> Decoded<Self>;
 }
 
-fn get_kv_config(cmd: &RemotingCommand) -> Decoded<GetKvConfig> {
-    let h = read_header::<GetKvConfigHeader>(cmd)?;
-    Ok(GetKvConfig {
-        namespace: h.namespace,
-        key: h.key,
-    })
-}
-
-fn delete_kv_config(cmd: &RemotingCommand) -> Decoded<DeleteKvConfig> {
-    let h = read_header::<DeleteKvConfigHeader>(cmd)?;
-    Ok(DeleteKvConfig {
-        namespace: h.namespace,
-        key: h.key,
-    })
-}
-
-fn get_kv_list(cmd: &RemotingCommand) -> Decoded<GetKvList> {
-    Ok(GetKvList {
-        namespace: read_header::<GetKvListByNamespaceHeader>(cmd)?.namespace,
-    })
-}
-
-fn unregister_broker(cmd: &RemotingCommand) -> Decoded<UnregisterBroker> {
-    let h = read_header::<BrokerIdentityHeader>(cmd)?;
-    Ok(UnregisterBroker {
-        request: Unregistration {
-            cluster: h.cluster_name.into(),
-            addr: h.broker_addr.into(),
-            name: h.broker_name.into(),
-            id: h.broker_id,
-        },
-    })
-}
-
-fn broker_heartbeat(cmd: &RemotingCommand) -> Decoded<BrokerHeartbeat> {
-    let h = read_header::<BrokerHeartbeatHeader>(cmd)?;
-    Ok(BrokerHeartbeat {
-        instance: BrokerInstance::new(h.cluster_name, h.broker_addr),
-    })
-}
-
-fn query_data_version(cmd: &RemotingCommand) -> Decoded<QueryDataVersion> {
-    let h = read_header::<QueryDataVersionHeader>(cmd)?;
-    Ok(QueryDataVersion {
-        instance: BrokerInstance::new(h.cluster_name, h.broker_addr),
-        version: json_body::<DataVersion>(cmd, "DataVersion")?,
-    })
-}
-
-/// What a route query asks, borrowed from its header: the topic, the JSON style (standard for
-/// V4_9_4+ requests or when asked for, legacy otherwise) and the zone (only in zone mode and
-/// when not blank). Reading it allocates nothing.
-fn route_key(cmd: &RemotingCommand) -> (Option<&str>, JsonStyle, Option<&str>) {
-    let ext = ExtReader::of(cmd);
-    let style =
-        if cmd.version >= version::V4_9_4 || ext.bool("acceptStandardJsonOnly") == Some(true) {
-            JsonStyle::Standard
-        } else {
-            JsonStyle::Legacy
-        };
-    let zone = ext
-        .get(ZONE_NAME)
-        .filter(|zone| ext.bool(ZONE_MODE) == Some(true) && !zone.trim().is_empty());
-    (ext.get("topic"), style, zone)
-}
-
-/// GET_ROUTEINFO_BY_TOPIC as a message to the registry.
-fn get_route_info(cmd: &RemotingCommand) -> Decoded<GetRouteInfo> {
-    let (topic, style, zone) = route_key(cmd);
-    Ok(GetRouteInfo {
-        topic: topic.map(str::to_owned),
-        style,
-        zone: zone.map(str::to_owned),
-    })
-}
-
-fn member_group(cmd: &RemotingCommand) -> Decoded<GetBrokerMemberGroup> {
-    let h = read_header::<GetBrokerMemberGroupHeader>(cmd)?;
-    Ok(GetBrokerMemberGroup {
-        cluster: h.cluster_name,
-        name: h.broker_name,
-    })
-}
-
-fn delete_topic(cmd: &RemotingCommand) -> Decoded<DeleteTopic> {
-    let h = read_header::<DeleteTopicHeader>(cmd)?;
-    Ok(DeleteTopic {
-        topic: h.topic,
-        cluster: h.cluster_name,
-    })
-}
-
-fn register_topic(cmd: &RemotingCommand) -> Decoded<RegisterTopic> {
-    let h = read_header::<RegisterTopicHeader>(cmd)?;
-    let route = json_body::<TopicRouteData>(cmd, "TopicRouteData")?;
-    let names = std::iter::once(h.topic.as_str()).chain(
-        route
-            .iter()
-            .flat_map(|r| r.queue_datas.iter().map(|q| q.broker_name.as_str())),
-    );
-    for name in names {
-        crate::stored::name("a topic or broker name", name)
-            .map_err(|e| system_error(format!("refused: {e}")))?;
+impl FromFrame for GetClusterInfo {
+    fn read(_: &RemotingCommand) -> Decoded<Self> {
+        Ok(GetClusterInfo)
     }
-    Ok(RegisterTopic {
-        topic: h.topic,
-        queue_datas: route.map(|r| r.queue_datas).unwrap_or_default(),
-    })
+}
+
+impl FromFrame for WipeWritePerm {
+    fn read(cmd: &RemotingCommand) -> Decoded<Self> {
+        Ok(WipeWritePerm {
+            name: read_header::<BrokerNameHeader>(cmd)?.broker_name,
+        })
+    }
+}
+
+impl FromFrame for AddWritePerm {
+    fn read(cmd: &RemotingCommand) -> Decoded<Self> {
+        Ok(AddWritePerm {
+            name: read_header::<BrokerNameHeader>(cmd)?.broker_name,
+        })
+    }
+}
+
+impl FromFrame for PutKvConfig {
+    fn read(cmd: &RemotingCommand) -> Decoded<Self> {
+        let h = read_header::<PutKvConfigHeader>(cmd)?;
+        Ok(PutKvConfig {
+            namespace: h.namespace,
+            key: h.key,
+            value: h.value,
+        })
+    }
+}
+
+impl FromFrame for GetKvConfig {
+    fn read(cmd: &RemotingCommand) -> Decoded<Self> {
+        let h = read_header::<GetKvConfigHeader>(cmd)?;
+        Ok(GetKvConfig {
+            namespace: h.namespace,
+            key: h.key,
+        })
+    }
+}
+
+impl FromFrame for DeleteKvConfig {
+    fn read(cmd: &RemotingCommand) -> Decoded<Self> {
+        let h = read_header::<DeleteKvConfigHeader>(cmd)?;
+        Ok(DeleteKvConfig {
+            namespace: h.namespace,
+            key: h.key,
+        })
+    }
+}
+
+impl FromFrame for GetKvList {
+    fn read(cmd: &RemotingCommand) -> Decoded<Self> {
+        Ok(GetKvList {
+            namespace: read_header::<GetKvListByNamespaceHeader>(cmd)?.namespace,
+        })
+    }
+}
+
+impl FromFrame for UnregisterBroker {
+    fn read(cmd: &RemotingCommand) -> Decoded<Self> {
+        let h = read_header::<BrokerIdentityHeader>(cmd)?;
+        Ok(UnregisterBroker {
+            request: Unregistration {
+                cluster: h.cluster_name.into(),
+                addr: h.broker_addr.into(),
+                name: h.broker_name.into(),
+                id: h.broker_id,
+            },
+        })
+    }
+}
+
+impl FromFrame for BrokerHeartbeat {
+    fn read(cmd: &RemotingCommand) -> Decoded<Self> {
+        let h = read_header::<BrokerHeartbeatHeader>(cmd)?;
+        Ok(BrokerHeartbeat {
+            instance: BrokerInstance::new(h.cluster_name, h.broker_addr),
+        })
+    }
+}
+
+impl FromFrame for QueryDataVersion {
+    fn read(cmd: &RemotingCommand) -> Decoded<Self> {
+        let h = read_header::<QueryDataVersionHeader>(cmd)?;
+        Ok(QueryDataVersion {
+            instance: BrokerInstance::new(h.cluster_name, h.broker_addr),
+            version: json_body::<DataVersion>(cmd, "DataVersion")?,
+        })
+    }
+}
+
+impl FromFrame for GetBrokerMemberGroup {
+    fn read(cmd: &RemotingCommand) -> Decoded<Self> {
+        let h = read_header::<GetBrokerMemberGroupHeader>(cmd)?;
+        Ok(GetBrokerMemberGroup {
+            cluster: h.cluster_name,
+            name: h.broker_name,
+        })
+    }
+}
+
+impl FromFrame for DeleteTopic {
+    fn read(cmd: &RemotingCommand) -> Decoded<Self> {
+        let h = read_header::<DeleteTopicHeader>(cmd)?;
+        Ok(DeleteTopic {
+            topic: h.topic,
+            cluster: h.cluster_name,
+        })
+    }
+}
+
+impl FromFrame for RegisterTopic {
+    fn read(cmd: &RemotingCommand) -> Decoded<Self> {
+        let h = read_header::<RegisterTopicHeader>(cmd)?;
+        let route = json_body::<TopicRouteData>(cmd, "TopicRouteData")?;
+        let names = std::iter::once(h.topic.as_str()).chain(
+            route
+                .iter()
+                .flat_map(|r| r.queue_datas.iter().map(|q| q.broker_name.as_str())),
+        );
+        for name in names {
+            crate::stored::name("a topic or broker name", name)
+                .map_err(|e| system_error(format!("refused: {e}")))?;
+        }
+        Ok(RegisterTopic {
+            topic: h.topic,
+            queue_datas: route.map(|r| r.queue_datas).unwrap_or_default(),
+        })
+    }
 }
 
 /// The topic-list codes (206, 224, 304, 311, 312, 313).
-fn topic_list(cmd: &RemotingCommand) -> Decoded<GetTopicList> {
-    use RequestCode as C;
-    let kind = match cmd.request_code() {
-        C::GET_TOPICS_BY_CLUSTER => {
-            TopicListKind::ByCluster(read_header::<GetTopicsByClusterHeader>(cmd)?.cluster)
-        }
-        C::GET_SYSTEM_TOPIC_LIST_FROM_NS => TopicListKind::System,
-        C::GET_UNIT_TOPIC_LIST => TopicListKind::Unit,
-        C::GET_HAS_UNIT_SUB_TOPIC_LIST => TopicListKind::HasUnitSub,
-        C::GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST => TopicListKind::HasUnitSubUnUnit,
-        _ => TopicListKind::All,
-    };
-    Ok(GetTopicList { kind })
+impl FromFrame for GetTopicList {
+    fn read(cmd: &RemotingCommand) -> Decoded<Self> {
+        use RequestCode as C;
+        let kind = match cmd.request_code() {
+            C::GET_TOPICS_BY_CLUSTER => {
+                TopicListKind::ByCluster(read_header::<GetTopicsByClusterHeader>(cmd)?.cluster)
+            }
+            C::GET_SYSTEM_TOPIC_LIST_FROM_NS => TopicListKind::System,
+            C::GET_UNIT_TOPIC_LIST => TopicListKind::Unit,
+            C::GET_HAS_UNIT_SUB_TOPIC_LIST => TopicListKind::HasUnitSub,
+            C::GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST => TopicListKind::HasUnitSubUnUnit,
+            _ => TopicListKind::All,
+        };
+        Ok(GetTopicList { kind })
+    }
 }
 
 /// Cluster-test mode: a local route miss is looked up on the product environment's NameServer
@@ -476,7 +558,7 @@ mod tests {
 
     #[test]
     fn route_style_by_version_and_flag() {
-        let style = |cmd: RemotingCommand| get_route_info(&cmd).map(|m| m.style);
+        let style = |cmd: RemotingCommand| Ok::<_, ()>(RouteQuery::of(&cmd).style);
         let req =
             RemotingCommand::request(RequestCode::GET_ROUTEINFO_BY_TOPIC).with_ext("topic", "T");
         assert_eq!(style(req.clone()).unwrap(), JsonStyle::Standard);
@@ -496,7 +578,7 @@ mod tests {
 
     #[test]
     fn bad_headers_and_bodies_are_answers() {
-        let err = unregister_broker(&RemotingCommand::request(RequestCode::UNREGISTER_BROKER))
+        let err = UnregisterBroker::read(&RemotingCommand::request(RequestCode::UNREGISTER_BROKER))
             .unwrap_err();
         assert_eq!(
             err.remark.as_deref(),
@@ -506,17 +588,17 @@ mod tests {
             .with_ext("brokerAddr", "a")
             .with_ext("clusterName", "c")
             .with_body(&b"{not json"[..]);
-        assert_eq!(query_data_version(&bad_version).unwrap_err().code, 1);
+        assert_eq!(QueryDataVersion::read(&bad_version).unwrap_err().code, 1);
         let bad_route = RemotingCommand::request(RequestCode::REGISTER_TOPIC_IN_NAMESRV)
             .with_ext("topic", "t")
             .with_body(&b"[1,"[..]);
-        assert_eq!(register_topic(&bad_route).unwrap_err().code, 1);
+        assert_eq!(RegisterTopic::read(&bad_route).unwrap_err().code, 1);
     }
 
     #[test]
     fn topic_lists_by_code() {
         let kind = |code| {
-            topic_list(&RemotingCommand::request(code).with_ext("cluster", "c"))
+            GetTopicList::read(&RemotingCommand::request(code).with_ext("cluster", "c"))
                 .unwrap()
                 .kind
         };
@@ -542,6 +624,80 @@ mod tests {
             TopicListKind::HasUnitSubUnUnit
         );
         let no_cluster = RemotingCommand::request(RequestCode::GET_TOPICS_BY_CLUSTER);
-        assert_eq!(topic_list(&no_cluster).unwrap_err().code, 1);
+        assert_eq!(GetTopicList::read(&no_cluster).unwrap_err().code, 1);
+    }
+
+    #[test]
+    fn each_port_has_one_row_per_code() {
+        for rows in [NAMESRV, CONTROLLER] {
+            for (i, row) in rows.iter().enumerate() {
+                assert!(row.code.name().is_some(), "{:?} has no name", row.code);
+                assert!(
+                    rows[..i].iter().all(|earlier| earlier.code != row.code),
+                    "{} twice",
+                    row.name()
+                );
+            }
+        }
+        let controller_codes: Vec<_> = CONTROLLER.iter().map(|row| row.code).collect();
+        assert_eq!(
+            controller_codes.len(),
+            rmq_protocol::controller::CONTROLLER_CODES.len()
+        );
+        assert!(rmq_protocol::controller::CONTROLLER_CODES
+            .iter()
+            .all(|code| controller_codes.contains(code)));
+        assert!(lookup(Port::NameServer, RequestCode(424_242)).is_none());
+        assert!(lookup(Port::NameServer, RequestCode::CONTROLLER_ELECT_MASTER).is_none());
+        assert!(lookup(Port::Controller, RequestCode::GET_ROUTEINFO_BY_TOPIC).is_none());
+    }
+
+    /// docs/request-codes.md lists the rows: regenerate its tables with
+    /// `RMQ_WRITE_DOCS=1 cargo test -p rmq-actors request_codes_doc`.
+    #[test]
+    fn request_codes_doc_lists_the_rows() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/request-codes.md");
+        let doc = std::fs::read_to_string(path).unwrap();
+        let marker = "<!-- rows: generated from actors/src/dispatch.rs -->\n";
+        let start = doc.find(marker).expect("the marker line") + marker.len();
+        let expected = format!(
+            "{}\n### The controller's port\n\n{}",
+            rows_table(NAMESRV),
+            rows_table(CONTROLLER)
+        );
+        if std::env::var_os("RMQ_WRITE_DOCS").is_some() {
+            std::fs::write(path, format!("{}{expected}", &doc[..start])).unwrap();
+            return;
+        }
+        assert_eq!(
+            &doc[start..],
+            expected,
+            "docs/request-codes.md is not the rows (RMQ_WRITE_DOCS=1 rewrites it)"
+        );
+    }
+
+    fn rows_table(rows: &[Row]) -> String {
+        let mut table = String::from(
+            "| Code | Request | Access class | Admission | Audited | Answered by |\n|---|---|---|---|---|---|\n",
+        );
+        for row in rows {
+            let admission = row.admission.map_or("none", Class::name);
+            let audit = match row.audit {
+                Audit::No => "no".to_owned(),
+                Audit::Fields(fields) => {
+                    let names: Vec<&str> = fields.iter().map(|(name, _)| *name).collect();
+                    format!("yes: {}", names.join(", "))
+                }
+                Audit::ConfigKeys => "yes: config_keys".to_owned(),
+            };
+            table.push_str(&format!(
+                "| {} | {} | `{}` | {admission} | {audit} | {} |\n",
+                row.code.0,
+                row.name(),
+                row.access.name(),
+                row.owner
+            ));
+        }
+        table
     }
 }

@@ -19,6 +19,7 @@
 pub mod contain;
 pub mod access;
 pub mod background;
+pub mod codes;
 pub mod collect;
 pub mod connection;
 pub mod controller;
@@ -40,6 +41,7 @@ pub mod registry;
 pub mod response;
 pub mod route;
 pub mod route_cache;
+pub mod services;
 pub mod settings;
 pub mod stored;
 pub mod tls_reload;

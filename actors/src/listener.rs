@@ -19,10 +19,10 @@ use tracing::{debug, error, info, warn};
 use rmq_transport::front_door::{FrontDoor, Refused};
 
 use crate::connection::Connection;
-use crate::dispatch::Services;
 use crate::limits::{Limit, Refused as LimitRefused};
 use crate::messages::{ConnectionClosed, StopAccepting, TlsConfigChanged};
 use crate::route::ConnId;
+use crate::services::Services;
 use crate::settings::ServerSettings;
 use crate::worker::WorkerShare;
 

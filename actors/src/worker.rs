@@ -19,10 +19,11 @@ use std::rc::{Rc, Weak};
 
 use actix::Recipient;
 
-use crate::dispatch::{Class, Services};
+use crate::codes::Class;
 use crate::messages::ConnectionClosed;
 use crate::metrics::SharedMetrics;
 use crate::route_cache::CacheId;
+use crate::services::{Port, Services};
 use crate::settings::ServerSettings;
 
 /// Past half a bound, connections with at least this many pending requests wait their turn.
@@ -51,7 +52,7 @@ pub struct Bounds {
 
 thread_local! {
     /// By server and port: (its cache id, whether the port is the controller's).
-    static SHARES: RefCell<HashMap<(CacheId, bool), Weak<WorkerShare>>> = RefCell::new(HashMap::new());
+    static SHARES: RefCell<HashMap<(CacheId, Port), Weak<WorkerShare>>> = RefCell::new(HashMap::new());
 }
 
 impl WorkerShare {
@@ -64,7 +65,7 @@ impl WorkerShare {
     ) -> Rc<WorkerShare> {
         SHARES.with(|shares| {
             let mut shares = shares.borrow_mut();
-            let key = (services.route_cache, services.controller.is_some());
+            let key = (services.route_cache, services.port);
             if let Some(share) = shares.get(&key).and_then(Weak::upgrade) {
                 return share;
             }
@@ -109,7 +110,12 @@ impl WorkerShare {
 
     /// This thread's share of NameServer `id`'s own port, while a connection holds it.
     pub fn find(id: CacheId) -> Option<Rc<WorkerShare>> {
-        SHARES.with(|shares| shares.borrow().get(&(id, false)).and_then(Weak::upgrade))
+        SHARES.with(|shares| {
+            shares
+                .borrow()
+                .get(&(id, Port::NameServer))
+                .and_then(Weak::upgrade)
+        })
     }
 }
 

@@ -1,8 +1,10 @@
 //! Every typed request and response header (custom_headers.rs, controller/headers.rs) read from
 //! the ext fields of one command. The input is `key=value` lines, turned into a ROCKETMQ header
 //! and decoded (see `rmq_fuzz::command_from_lines`). Each header that reads must write ext
-//! fields that read back to the same header. The same command is also read as each controller
-//! request (the controller port's decoder), which may refuse it but never panic.
+//! fields that read back to the same header. The same command is also read as every request code
+//! of both ports, with the readers the server runs (the `read` of each row of
+//! actors/src/dispatch.rs: the route query, the registration, every message, the controller's
+//! decoder), which may refuse it but never panic.
 #![no_main]
 
 use std::fmt::Debug;
@@ -13,9 +15,9 @@ use rmq_protocol::custom_headers::{
     DeleteKvConfigHeader, DeleteTopicHeader, ExtReader, GetBrokerMemberGroupHeader,
     GetKvConfigHeader, GetKvListByNamespaceHeader, GetRouteInfoHeader, GetTopicsByClusterHeader,
     PutKvConfigHeader, QueryDataVersionHeader, RegisterBrokerHeader, RegisterBrokerResponseHeader,
-    RegisterTopicHeader,
+    RegisterTopicHeader, RouteQuery,
 };
-use rmq_namesrv::actors::controller::requests;
+use rmq_namesrv::actors::dispatch::{CONTROLLER, NAMESRV};
 use rmq_protocol::controller::{
     AlterSyncStateSetHeader, AlterSyncStateSetResponseHeader, ApplyBrokerIdHeader,
     ApplyBrokerIdResponseHeader, CleanBrokerDataHeader, ElectMasterHeader,
@@ -23,7 +25,6 @@ use rmq_protocol::controller::{
     GetNextBrokerIdResponseHeader, GetReplicaInfoHeader, GetReplicaInfoResponseHeader,
     NotifyBrokerRoleChangedHeader, NotifyMinBrokerIdChangeHeader,
     RegisterBrokerToControllerHeader, RegisterBrokerToControllerResponseHeader,
-    CONTROLLER_CODES,
 };
 use rmq_protocol::RemotingCommand;
 
@@ -75,9 +76,13 @@ fuzz_target!(|data: &[u8]| {
     if let Ok(h) = CleanBrokerDataHeader::decode(&cmd) {
         let _ = h.ids_to_clean();
     }
-    for code in CONTROLLER_CODES {
+    let query = RouteQuery::of(&cmd);
+    if let (Some(topic), Ok(header)) = (query.topic, GetRouteInfoHeader::decode(&cmd)) {
+        assert_eq!(header.topic.as_deref(), Some(topic));
+    }
+    for row in NAMESRV.iter().chain(CONTROLLER) {
         let mut request = cmd.clone();
-        request.code = code.0;
-        let _ = requests::decode(&request);
+        request.code = row.code.0;
+        let _ = (row.read)(&request);
     }
 });

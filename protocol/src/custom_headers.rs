@@ -7,7 +7,9 @@
 //! `NullPointerException`, we stop at once with a [`HeaderFieldError`] that names the field; the
 //! server answers it with `SYSTEM_ERROR` and that text as the remark.
 
+use crate::code::version;
 use crate::command::{ExtFields, RemotingCommand};
+use crate::fastjson::JsonStyle;
 
 /// A required field is missing or cannot be parsed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -321,6 +323,39 @@ impl CommandHeader for GetRouteInfoHeader {
         }
         put_opt(&mut f, ZONE_NAME, self.zone_name.as_ref());
         f
+    }
+}
+
+/// GET_ROUTEINFO_BY_TOPIC (105) as the server reads it, borrowed from the header: nothing is
+/// copied or allocated. [`GetRouteInfoHeader`] is the owned form a client writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RouteQuery<'a> {
+    /// `None` when absent.
+    pub topic: Option<&'a str>,
+    /// Standard JSON for V4_9_4+ requests or when `acceptStandardJsonOnly`, legacy otherwise.
+    pub style: JsonStyle,
+    /// The zone, only in zone mode and when not blank.
+    pub zone: Option<&'a str>,
+}
+
+impl<'a> RouteQuery<'a> {
+    pub fn of(cmd: &'a RemotingCommand) -> RouteQuery<'a> {
+        let ext = ExtReader::of(cmd);
+        let standard =
+            cmd.version >= version::V4_9_4 || ext.bool("acceptStandardJsonOnly") == Some(true);
+        let style = if standard {
+            JsonStyle::Standard
+        } else {
+            JsonStyle::Legacy
+        };
+        let zone = ext
+            .get(ZONE_NAME)
+            .filter(|zone| ext.bool(ZONE_MODE) == Some(true) && !zone.trim().is_empty());
+        RouteQuery {
+            topic: ext.get("topic"),
+            style,
+            zone,
+        }
     }
 }
 

@@ -13,7 +13,6 @@ use rmq_actors::access::accounts::Accounts;
 use rmq_actors::access::audit::AuditLog;
 use rmq_actors::access::guard::{AccessGuard, GuardSubscribers};
 use rmq_actors::access::{AccessClass, AccessControl};
-use rmq_actors::dispatch::Services;
 use rmq_actors::housekeeping::Housekeeping;
 use rmq_actors::kv::{KvSource, KvStore};
 use rmq_actors::limits::Limits;
@@ -21,6 +20,7 @@ use rmq_actors::listener::{Listener, ListenerSetup};
 use rmq_actors::messages::InvalidateRoutes;
 use rmq_actors::registry::RouteRegistry;
 use rmq_actors::route_cache::{CacheId, RouteCacheKeeper};
+use rmq_actors::services::{Port, Services};
 use rmq_actors::tls_reload::TlsReloader;
 use rmq_transport::front_door::FrontDoor;
 use rmq_transport::{ProxyProtocolSettings, TlsMode};
@@ -214,6 +214,7 @@ impl Owners {
             access: Arc::clone(access),
             failed_attempts: guard.cloned().map(Addr::recipient),
             audit: self.audit.clone().recipient(),
+            port: Port::NameServer,
             controller: None,
             #[cfg(debug_assertions)]
             faults: Vec::new(),

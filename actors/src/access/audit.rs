@@ -28,6 +28,23 @@ const MAX_CONFIG_BODY: usize = 64 * 1024;
 /// Keys of an UPDATE_NAMESRV_CONFIG named at most.
 const CONFIG_KEYS: usize = 32;
 
+/// What the audit log records of a request (crate::access::audit).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Audit {
+    /// Not audited.
+    No,
+    /// Audited, with these targets: (name in the log, ext field).
+    Fields(&'static [(&'static str, &'static str)]),
+    /// UPDATE_NAMESRV_CONFIG: audited with the keys (never the values) of its body.
+    ConfigKeys,
+}
+
+impl Audit {
+    pub fn audited(self) -> bool {
+        self != Audit::No
+    }
+}
+
 /// One audited request, before its result is known.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AuditDraft {
@@ -44,17 +61,22 @@ impl AuditDraft {
     /// The draft of `cmd` from `source`, when its code is audited; `access_key` is the key
     /// whose signature was verified, if any.
     pub fn of(
+        audit: Audit,
         cmd: &RemotingCommand,
         source: SocketAddr,
         access_key: Option<&str>,
     ) -> Option<AuditDraft> {
-        let fields = target_fields(cmd.request_code())?;
+        let fields = match audit {
+            Audit::No => return None,
+            Audit::Fields(fields) => fields,
+            Audit::ConfigKeys => &[],
+        };
         let ext = ExtReader::of(cmd);
         let mut target: Vec<(&'static str, String)> = fields
             .iter()
             .filter_map(|(name, field)| ext.get(field).map(|v| (*name, clip(v))))
             .collect();
-        if cmd.request_code() == RequestCode::UPDATE_NAMESRV_CONFIG {
+        if audit == Audit::ConfigKeys {
             target.push(("config_keys", config_keys(cmd.body_bytes())));
         }
         // A key claimed but not verified (an open class) is recorded as claimed.
@@ -77,30 +99,6 @@ impl AuditDraft {
             remark: response.remark.as_deref().map(clip),
         }
     }
-}
-
-/// Whether requests of `code` are audited: admin writes, registrations, unregistrations.
-pub fn audited(code: RequestCode) -> bool {
-    target_fields(code).is_some()
-}
-
-/// The target of an audited request: (name in the log, ext field).
-fn target_fields(code: RequestCode) -> Option<&'static [(&'static str, &'static str)]> {
-    use RequestCode as C;
-    Some(match code {
-        C::PUT_KV_CONFIG | C::DELETE_KV_CONFIG => &[("namespace", "namespace"), ("key", "key")],
-        C::WIPE_WRITE_PERM_OF_BROKER | C::ADD_WRITE_PERM_OF_BROKER => &[("broker", "brokerName")],
-        C::DELETE_TOPIC_IN_NAMESRV => &[("topic", "topic"), ("cluster", "clusterName")],
-        C::REGISTER_TOPIC_IN_NAMESRV => &[("topic", "topic")],
-        C::REGISTER_BROKER | C::UNREGISTER_BROKER => &[
-            ("cluster", "clusterName"),
-            ("broker", "brokerName"),
-            ("broker_addr", "brokerAddr"),
-            ("broker_id", "brokerId"),
-        ],
-        C::UPDATE_NAMESRV_CONFIG => &[],
-        _ => return None,
-    })
 }
 
 /// The keys (never the values) of an UPDATE_NAMESRV_CONFIG body, read with the Java properties
@@ -270,7 +268,8 @@ mod tests {
             .with_ext("value", "secret-value")
             .with_ext(ACCESS_KEY, "ops");
         let source: SocketAddr = "192.0.2.7:4000".parse().unwrap();
-        let draft = AuditDraft::of(&cmd, source, Some("ops")).unwrap();
+        let kv_key = Audit::Fields(&[("namespace", "namespace"), ("key", "key")]);
+        let draft = AuditDraft::of(kv_key, &cmd, source, Some("ops")).unwrap();
         let event = draft.finish(&RemotingCommand::response(ResponseCode::SUCCESS, None));
         let json: serde_json::Value = serde_json::from_str(&event.to_json()).unwrap();
         assert_eq!(json["source"], "192.0.2.7:4000");
@@ -288,7 +287,8 @@ mod tests {
         let cmd = RemotingCommand::request(RequestCode::UPDATE_NAMESRV_CONFIG).with_body(
             &b"orderMessageEnable=true\nclusterTest = false\nsecretish \\\n  value\n"[..],
         );
-        let draft = AuditDraft::of(&cmd, "127.0.0.1:1".parse().unwrap(), None).unwrap();
+        let source = "127.0.0.1:1".parse().unwrap();
+        let draft = AuditDraft::of(Audit::ConfigKeys, &cmd, source, None).unwrap();
         // Java properties: `key value` and continued lines count as the update reads them.
         assert_eq!(
             draft.target,
@@ -299,6 +299,6 @@ mod tests {
         );
         assert!(!format!("{draft:?}").contains("value"));
         let read = RemotingCommand::request(RequestCode::GET_ROUTEINFO_BY_TOPIC);
-        assert!(AuditDraft::of(&read, "127.0.0.1:1".parse().unwrap(), None).is_none());
+        assert!(AuditDraft::of(Audit::No, &read, source, None).is_none());
     }
 }

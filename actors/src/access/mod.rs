@@ -26,7 +26,7 @@ use std::time::Instant;
 
 use ipnet::IpNet;
 use rmq_protocol::signature::{self, SignatureError, ACCESS_KEY};
-use rmq_protocol::{RemotingCommand, RequestCode, ResponseCode};
+use rmq_protocol::{RemotingCommand, ResponseCode};
 
 use crate::route_cache::{CacheId, RouteCacheKeeper};
 pub use accounts::Accounts;
@@ -62,58 +62,6 @@ impl AccessClass {
         AccessClass::Status,
         AccessClass::Probe,
     ];
-
-    /// The class of a request code; `None` for a code no handler answers (it is answered
-    /// REQUEST_CODE_NOT_SUPPORTED whoever sends it).
-    pub fn of(code: RequestCode) -> Option<AccessClass> {
-        use RequestCode as C;
-        Some(match code {
-            C::REGISTER_BROKER
-            | C::UNREGISTER_BROKER
-            | C::BROKER_HEARTBEAT
-            | C::QUERY_DATA_VERSION => AccessClass::Broker,
-            C::GET_ROUTEINFO_BY_TOPIC
-            | C::GET_BROKER_CLUSTER_INFO
-            | C::GET_BROKER_MEMBER_GROUP
-            | C::GET_ALL_TOPIC_LIST_FROM_NAMESERVER
-            | C::GET_TOPICS_BY_CLUSTER
-            | C::GET_SYSTEM_TOPIC_LIST_FROM_NS
-            | C::GET_UNIT_TOPIC_LIST
-            | C::GET_HAS_UNIT_SUB_TOPIC_LIST
-            | C::GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST
-            | C::GET_KV_CONFIG
-            | C::GET_KVLIST_BY_NAMESPACE => AccessClass::Read,
-            C::GET_NAMESRV_CONFIG => AccessClass::AdminRead,
-            C::PUT_KV_CONFIG
-            | C::DELETE_KV_CONFIG
-            | C::WIPE_WRITE_PERM_OF_BROKER
-            | C::ADD_WRITE_PERM_OF_BROKER
-            | C::DELETE_TOPIC_IN_NAMESRV
-            | C::REGISTER_TOPIC_IN_NAMESRV
-            | C::UPDATE_NAMESRV_CONFIG => AccessClass::AdminWrite,
-            _ => return None,
-        })
-    }
-
-    /// The class of a request on the controller's port (docs/access.md): what brokers send is
-    /// `broker` (1002 included: brokers elect themselves; `mqadmin electMaster` needs the same
-    /// right), the admin tools' reads `admin_read`, their changes `admin_write`.
-    pub fn of_controller(code: RequestCode) -> Option<AccessClass> {
-        use RequestCode as C;
-        Some(match code {
-            C::BROKER_HEARTBEAT
-            | C::CONTROLLER_ALTER_SYNC_STATE_SET
-            | C::CONTROLLER_ELECT_MASTER
-            | C::CONTROLLER_REGISTER_BROKER
-            | C::CONTROLLER_GET_REPLICA_INFO
-            | C::CONTROLLER_GET_METADATA_INFO
-            | C::CONTROLLER_GET_NEXT_BROKER_ID
-            | C::CONTROLLER_APPLY_BROKER_ID => AccessClass::Broker,
-            C::CONTROLLER_GET_SYNC_STATE_DATA | C::GET_CONTROLLER_CONFIG => AccessClass::AdminRead,
-            C::UPDATE_CONTROLLER_CONFIG | C::CLEAN_BROKER_DATA => AccessClass::AdminWrite,
-            _ => return None,
-        })
-    }
 
     pub fn name(self) -> &'static str {
         match self {
@@ -552,6 +500,7 @@ mod tests {
     use super::*;
     use accounts::Account;
     use patterns::AddressPattern;
+    use rmq_protocol::RequestCode;
     use rmq_transport::Secret;
 
     fn accounts() -> Accounts {
@@ -753,22 +702,5 @@ mod tests {
             Err(Refusal::NotAdmin)
         );
         assert!(constant_time_eq("abc", "abc") && !constant_time_eq("abc", "abcd"));
-    }
-
-    #[test]
-    fn every_code_with_a_handler_has_a_class() {
-        assert_eq!(
-            AccessClass::of(RequestCode::REGISTER_BROKER),
-            Some(AccessClass::Broker)
-        );
-        assert_eq!(
-            AccessClass::of(RequestCode::GET_NAMESRV_CONFIG),
-            Some(AccessClass::AdminRead)
-        );
-        assert_eq!(
-            AccessClass::of(RequestCode::UPDATE_NAMESRV_CONFIG),
-            Some(AccessClass::AdminWrite)
-        );
-        assert_eq!(AccessClass::of(RequestCode(424_242)), None);
     }
 }

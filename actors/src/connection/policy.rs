@@ -5,6 +5,7 @@
 
 use super::*;
 use crate::access::{self, AccessClass, Refusal};
+use crate::codes::Row;
 
 impl Connection {
     /// Takes the audit draft of `slot` back.
@@ -14,22 +15,19 @@ impl Connection {
         Some(self.audits.swap_remove(at).1)
     }
 
-    /// Access control of one request (crate::access): its class's policy, with this thread's
-    /// accounts and failed-attempt ledger; an audited request gets its draft.
+    /// Access control of one request (crate::access): the policy of its row's class, with this
+    /// thread's accounts and failed-attempt ledger; an audited request gets its draft. Only a
+    /// code with a row gets here: one without is not answered.
     pub(super) fn authorize(
         &mut self,
+        row: &Row,
         cmd: &RemotingCommand,
         reply_to: &mut ReplyTo,
     ) -> Result<(), RemotingCommand> {
-        let code = cmd.request_code();
-        let class = if self.share.services.controller.is_some() {
-            AccessClass::of_controller(code)
-        } else {
-            AccessClass::of(code)
-        };
-        let Some(class) = class else {
+        let class = row.access;
+        if self.share.services.access.policies.all_open() && !row.audit.audited() {
             return Ok(());
-        };
+        }
         let services = &self.share.services;
         let policy = services.access.policies.of(class);
         let mut access_key = None;
@@ -50,14 +48,14 @@ impl Connection {
                 Err(refusal) => {
                     self.access_refused(cmd, class, refusal, now);
                     let response = refusal.response(class, ip);
-                    if let Some(draft) = AuditDraft::of(cmd, self.peer, None) {
+                    if let Some(draft) = AuditDraft::of(row.audit, cmd, self.peer, None) {
                         self.share.services.audit.do_send(draft.finish(&response));
                     }
                     return Err(response);
                 }
             }
         }
-        if let Some(draft) = AuditDraft::of(cmd, self.peer, access_key.as_deref()) {
+        if let Some(draft) = AuditDraft::of(row.audit, cmd, self.peer, access_key.as_deref()) {
             let slot = self.next_audit;
             self.next_audit = self.next_audit.wrapping_add(1);
             self.audits.push((slot, draft));
