@@ -241,8 +241,8 @@ pub struct RegistrySettings {
     pub enable_all_topic_list: bool,
     /// Answer GET_TOPICS_BY_CLUSTER and the unit topic lists (Java: `enableTopicList`).
     pub enable_topic_list: bool,
-    /// Accepted and shown for parity; this server sends no NOTIFY_MIN_BROKER_ID_CHANGE (Java:
-    /// `notifyMinBrokerIdChanged`).
+    /// Tell a broker group's members of a change of its smallest broker id with
+    /// NOTIFY_MIN_BROKER_ID_CHANGE, by Java's rules (Java: `notifyMinBrokerIdChanged`).
     pub notify_min_broker_id_changed: bool,
     /// Refuse route queries for `wait_for_service` after start (Java: `needWaitForService`).
     pub need_wait_for_service: bool,
