@@ -38,7 +38,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::task::JoinSet;
 
 use crate::broker::{self, Broker, CLUSTER};
-use crate::cost::{
+use crate::cost::build::{
     compressed_raw, numbered, raw_frame, text, topic_entry, unit, zlib, HEADER_TAIL,
 };
 use crate::stats::{memory_json, mib, micros, CpuWindow, Latencies};
@@ -209,7 +209,7 @@ fn hostile_frames(kind: Kind, conns: usize, args: &HostileArgs) -> Result<Hostil
                     br#"},"topicQueueMappingDetailMap":{},"topicQueueMappingInfoMap":{}}}"#;
                 let mut body = Vec::with_capacity(frame_room);
                 body.extend_from_slice(prefix.as_bytes());
-                topics = crate::cost::repeat(
+                topics = crate::cost::build::repeat(
                     &mut body,
                     frame_room.saturating_sub(suffix.len() + 512),
                     b",",
