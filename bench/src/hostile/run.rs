@@ -66,7 +66,7 @@ pub async fn run(common: &Common, args: &HostileArgs) -> Result<Value, BenchErro
     let (probe_kinds, templates) = probe_templates(args)?;
 
     // 2. The probes, connected one after the other (round-robin over the server's workers).
-    let mut probes = start_probes(common, args, templates, hard_end).await?;
+    let mut probes = start_probes(common, args, hard_end, templates).await?;
     print_plan(args, &probe_kinds, phases_total);
 
     // 3. Baseline, then the hostile phases; the server's threads sampled throughout (phase 0 is
@@ -197,8 +197,8 @@ fn probe_templates(
 async fn start_probes(
     common: &Common,
     args: &HostileArgs,
-    templates: Arc<Vec<RequestTemplate>>,
     hard_end: Instant,
+    templates: Arc<Vec<RequestTemplate>>,
 ) -> Result<Probes, BenchError> {
     let mut streams = Vec::with_capacity(args.probes);
     for _ in 0..args.probes {

@@ -5,22 +5,29 @@ mod headers;
 
 use super::case::Case;
 
+/// The families of cases, each pushing its cases, in report order.
+const FAMILIES: [fn(&mut Vec<Case>); 13] = [
+    headers::codec,
+    headers::json_header_fields,
+    headers::json_header_numbers_and_escapes,
+    headers::json_header_nesting,
+    headers::json_header_late_refusals,
+    headers::binary_headers,
+    headers::typed_headers,
+    bodies::register_json,
+    bodies::register_compressed_topics,
+    bodies::register_compressed_limits,
+    bodies::topic_route,
+    bodies::data_version,
+    bodies::properties,
+];
+
 /// Every case, in report order.
 pub(super) fn cases() -> Vec<Case> {
     let mut all = Vec::new();
-    headers::codec(&mut all);
-    headers::json_header_fields(&mut all);
-    headers::json_header_numbers_and_escapes(&mut all);
-    headers::json_header_nesting(&mut all);
-    headers::json_header_late_refusals(&mut all);
-    headers::binary_headers(&mut all);
-    headers::typed_headers(&mut all);
-    bodies::register_json(&mut all);
-    bodies::register_compressed_topics(&mut all);
-    bodies::register_compressed_limits(&mut all);
-    bodies::topic_route(&mut all);
-    bodies::data_version(&mut all);
-    bodies::properties(&mut all);
+    for push in FAMILIES {
+        push(&mut all);
+    }
     all
 }
 
