@@ -10,12 +10,14 @@ use std::time::Duration;
 
 use actix_web::http::header::{CacheControl, CacheDirective, ContentType};
 use actix_web::{web, HttpResponse};
-use rmq_actors::messages::{BrokerStatus, ListBrokers, ListConnections, ListTopics};
+use rmq_actors::messages::{
+    BrokerStatus, ListBrokers, ListConnections, ListTopics, TopicsOverview,
+};
 use rmq_protocol::code::version;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::metrics::{collect, requests_by_name};
+use super::metrics::{collect, requests_by_name, Scrape};
 use super::Observed;
 
 /// Topics shown at most (the search narrows them).
@@ -49,9 +51,66 @@ async fn status(observed: &Observed, filter: &str) -> Value {
         .send(ListConnections)
         .await
         .unwrap_or_default();
+    json!({
+        "server": server_json(observed, &scrape),
+        "counters": counters_json(&scrape),
+        "clusters": clusters_json(&brokers),
+        "topics": {
+            "filter": clip(filter, VALUE_SHOWN),
+            "matched": topics.matched,
+            "shown": topics_json(&topics),
+        },
+        "kv": kv_json(&scrape),
+        "connections": {
+            "open": connections.len(),
+            "shown": connections.iter().take(CONNECTIONS_SHOWN).map(|c| json!({
+                "conn": c.conn.to_string(),
+                "peer": c.peer.to_string(),
+                "tls": c.tls,
+            })).collect::<Vec<_>>(),
+        },
+        "refresh_seconds": observed.http.page_refresh.as_secs().max(1),
+    })
+}
 
+/// The server itself: version, address, uptime, readiness and health.
+fn server_json(observed: &Observed, scrape: &Scrape) -> Value {
+    let health = scrape.health.as_ref();
+    json!({
+        "version": env!("CARGO_PKG_VERSION"),
+        "remoting_address": observed.remoting.to_string(),
+        "uptime_seconds": observed.started.elapsed().as_secs(),
+        "ready": scrape.registry.ready,
+        "healthy": health.is_none_or(|h| h.serving()),
+        "panics_contained": health.map_or(0, |h| h.panics()),
+    })
+}
+
+/// The key counters, and the requests answered by name.
+fn counters_json(scrape: &Scrape) -> Value {
+    json!({
+        "live_brokers": scrape.registry.stats.live_brokers,
+        "broker_groups": scrape.registry.stats.broker_groups,
+        "clusters": scrape.registry.stats.clusters,
+        "topics": scrape.registry.stats.topics,
+        "connections_open": scrape.open_connections,
+        "kv_entries": scrape.kv.entries,
+        "kv_save_failures": scrape.kv.save_failures,
+        "registrations_new": scrape.registry.counters.registrations_new,
+        "registrations_refreshed": scrape.registry.counters.registrations_refreshed,
+        "registrations_unchanged_body": scrape.registry.counters.registrations_unchanged_body,
+        "broker_expiries": scrape.registry.counters.expiries,
+        "broker_channel_close_removals": scrape.registry.counters.channel_close_removals,
+        "route_cache_hits": scrape.workers.route_cache_hits,
+        "route_cache_misses": scrape.workers.route_cache_misses,
+        "requests": requests_by_name(&scrape.workers),
+    })
+}
+
+/// The brokers by cluster, then by broker group.
+fn clusters_json(brokers: &[BrokerStatus]) -> Vec<Value> {
     let mut clusters: BTreeMap<&str, BTreeMap<String, Vec<Value>>> = BTreeMap::new();
-    for broker in &brokers {
+    for broker in brokers {
         clusters
             .entry(broker.cluster.as_str())
             .or_default()
@@ -59,7 +118,7 @@ async fn status(observed: &Observed, filter: &str) -> Value {
             .or_default()
             .push(broker_json(broker));
     }
-    let clusters: Vec<Value> = clusters
+    clusters
         .into_iter()
         .map(|(cluster, groups)| {
             json!({
@@ -70,8 +129,12 @@ async fn status(observed: &Observed, filter: &str) -> Value {
                 })).collect::<Vec<_>>(),
             })
         })
-        .collect();
-    let topics_json: Vec<Value> = topics
+        .collect()
+}
+
+/// The topics shown, each with its queues per broker group.
+fn topics_json(topics: &TopicsOverview) -> Vec<Value> {
+    topics
         .topics
         .iter()
         .map(|(topic, queues)| {
@@ -86,8 +149,12 @@ async fn status(observed: &Observed, filter: &str) -> Value {
                 })).collect::<Vec<_>>(),
             })
         })
-        .collect();
-    let kv: Vec<Value> = scrape
+        .collect()
+}
+
+/// The KV namespaces and their entries, clipped.
+fn kv_json(scrape: &Scrape) -> Vec<Value> {
+    scrape
         .kv
         .table
         .iter()
@@ -102,51 +169,7 @@ async fn status(observed: &Observed, filter: &str) -> Value {
                 })).collect::<Vec<_>>(),
             })
         })
-        .collect();
-    let health = scrape.health.as_ref();
-    json!({
-        "server": {
-            "version": env!("CARGO_PKG_VERSION"),
-            "remoting_address": observed.remoting.to_string(),
-            "uptime_seconds": observed.started.elapsed().as_secs(),
-            "ready": scrape.registry.ready,
-            "healthy": health.is_none_or(|h| h.serving()),
-            "panics_contained": health.map_or(0, |h| h.panics()),
-        },
-        "counters": {
-            "live_brokers": scrape.registry.stats.live_brokers,
-            "broker_groups": scrape.registry.stats.broker_groups,
-            "clusters": scrape.registry.stats.clusters,
-            "topics": scrape.registry.stats.topics,
-            "connections_open": scrape.open_connections,
-            "kv_entries": scrape.kv.entries,
-            "kv_save_failures": scrape.kv.save_failures,
-            "registrations_new": scrape.registry.counters.registrations_new,
-            "registrations_refreshed": scrape.registry.counters.registrations_refreshed,
-            "registrations_unchanged_body": scrape.registry.counters.registrations_unchanged_body,
-            "broker_expiries": scrape.registry.counters.expiries,
-            "broker_channel_close_removals": scrape.registry.counters.channel_close_removals,
-            "route_cache_hits": scrape.workers.route_cache_hits,
-            "route_cache_misses": scrape.workers.route_cache_misses,
-            "requests": requests_by_name(&scrape.workers),
-        },
-        "clusters": clusters,
-        "topics": {
-            "filter": clip(filter, VALUE_SHOWN),
-            "matched": topics.matched,
-            "shown": topics_json,
-        },
-        "kv": kv,
-        "connections": {
-            "open": connections.len(),
-            "shown": connections.iter().take(CONNECTIONS_SHOWN).map(|c| json!({
-                "conn": c.conn.to_string(),
-                "peer": c.peer.to_string(),
-                "tls": c.tls,
-            })).collect::<Vec<_>>(),
-        },
-        "refresh_seconds": observed.http.page_refresh.as_secs().max(1),
-    })
+        .collect()
 }
 
 fn broker_json(broker: &BrokerStatus) -> Value {
@@ -257,9 +280,19 @@ padding:.3em .7em;margin:.2em}";
 /// The page, from the status JSON.
 fn render(d: &Value) -> String {
     let mut h = String::with_capacity(16 * 1024);
+    render_head(&mut h, d);
+    render_counters(&mut h, d);
+    render_clusters(&mut h, d);
+    render_topics(&mut h, d);
+    render_kv(&mut h, d);
+    render_connections(&mut h, d);
+    h
+}
+
+/// The document head, the title line with health and readiness, and the summary line.
+fn render_head(h: &mut String, d: &Value) {
     let server = &d["server"];
     let refresh = d["refresh_seconds"].as_u64().unwrap_or(5);
-    let filter = esc(&d["topics"]["filter"]);
     let _ = write!(
         h,
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">\
@@ -301,7 +334,10 @@ fn render(d: &Value) -> String {
         kv = count(&d["counters"]["kv_entries"], "KV entry"),
         conns = count(&d["connections"]["open"], "open connection"),
     );
+}
 
+/// The counters as cards, and the requests answered by name.
+fn render_counters(h: &mut String, d: &Value) {
     h.push_str(
         "<section id=\"counters-section\"><h2>Counters</h2><div class=\"cards\" id=\"counters\">",
     );
@@ -329,7 +365,10 @@ fn render(d: &Value) -> String {
         }
     }
     h.push_str("</table></section>");
+}
 
+/// One table per cluster: its brokers with role, versions, heartbeat age and expiry.
+fn render_clusters(h: &mut String, d: &Value) {
     h.push_str("<section id=\"clusters\"><h2>Clusters</h2>");
     if items(&d["clusters"]).is_empty() {
         h.push_str("<p class=\"muted\">No broker registered.</p>");
@@ -368,7 +407,11 @@ fn render(d: &Value) -> String {
         }
         h.push_str("</table>");
     }
+}
 
+/// The topic search form and the matching topics' queues.
+fn render_topics(h: &mut String, d: &Value) {
+    let filter = esc(&d["topics"]["filter"]);
     let _ = write!(
         h,
         "</section><section id=\"topics-section\"><h2>Topics</h2>\
@@ -414,7 +457,10 @@ fn render(d: &Value) -> String {
         });
     }
     h.push_str("</section>");
+}
 
+/// One table per KV namespace.
+fn render_kv(h: &mut String, d: &Value) {
     h.push_str("<section id=\"kv\"><h2>KV namespaces</h2>");
     if items(&d["kv"]).is_empty() {
         h.push_str("<p class=\"muted\">No KV entry.</p>");
@@ -436,7 +482,10 @@ fn render(d: &Value) -> String {
         }
         h.push_str("</table>");
     }
+}
 
+/// The open connections, and the links to the other pages.
+fn render_connections(h: &mut String, d: &Value) {
     let _ = write!(
         h,
         "</section><section id=\"connections-section\"><h2>Connections</h2><p>{} open</p>\
@@ -458,7 +507,6 @@ fn render(d: &Value) -> String {
          <a href=\"/rocketmq/nsaddr\">/rocketmq/nsaddr</a>, \
          <a href=\"/api/status\">/api/status</a></p></body></html>",
     );
-    h
 }
 
 #[cfg(test)]

@@ -91,6 +91,7 @@ fn optional<T>(
     }
 }
 
+/// Asks one NameServer every part of the summary, in order, on one connection.
 async fn survey(
     addr: String,
     mut client: Client,
@@ -111,94 +112,13 @@ async fn survey(
         )
         .await?,
     )?;
-
-    let mut cluster_topics: BTreeMap<&str, Option<usize>> = BTreeMap::new();
-    for cluster in info.cluster_addr_table.keys() {
-        let header = GetTopicsByClusterHeader {
-            cluster: cluster.clone(),
-        };
-        let asked = request(
-            &mut client,
-            RemotingCommand::request(RequestCode::GET_TOPICS_BY_CLUSTER)
-                .with_ext_fields(header.to_ext()),
-        )
-        .await
-        .and_then(|resp| decode_body::<TopicList>(&resp));
-        let count = optional(asked, &format!("topics of cluster {cluster}"), &mut notes)?
-            .map(|list| list.topic_list.len());
-        cluster_topics.insert(cluster, count);
-    }
-
-    let mut kv = Vec::new();
-    for namespace in options.namespaces {
-        let header = GetKvListByNamespaceHeader {
-            namespace: Some(namespace.clone()),
-        };
-        let asked = request(
-            &mut client,
-            RemotingCommand::request(RequestCode::GET_KVLIST_BY_NAMESPACE)
-                .with_ext_fields(header.to_ext()),
-        )
-        .await;
-        let table = match asked {
-            // An empty namespace is "not found" on the wire.
-            Err(Cause::Answered { code, .. }) if code == ResponseCode::QUERY_NOT_FOUND.0 => {
-                Some(BTreeMap::new())
-            }
-            other => optional(
-                other.and_then(|resp| decode_body::<KvTable>(&resp)),
-                &format!("KV namespace {namespace}"),
-                &mut notes,
-            )?
-            .map(|kv| kv.table),
-        };
-        kv.push((namespace.as_str(), table));
-    }
-
-    let config = optional(
-        request(
-            &mut client,
-            RemotingCommand::request(RequestCode::GET_NAMESRV_CONFIG),
-        )
-        .await
-        .and_then(|resp| {
-            properties::parse(&String::from_utf8_lossy(resp.body_bytes()))
-                .map_err(|e| Cause::BadResponse(format!("bad properties body: {e}")))
-        }),
-        "configuration",
-        &mut notes,
-    )?;
-
-    let mut routes = Vec::new();
-    let mut matched = 0;
-    if let Some(filter) = options.topic_filter {
-        let needle = filter.to_lowercase();
-        let wanted = topics
-            .topic_list
-            .iter()
-            .filter(|t| t.to_lowercase().contains(&needle));
-        for topic in wanted {
-            matched += 1;
-            if routes.len() >= TOPICS_SHOWN {
-                continue;
-            }
-            let header = GetRouteInfoHeader {
-                topic: Some(topic.clone()),
-                ..GetRouteInfoHeader::default()
-            };
-            let asked = request(
-                &mut client,
-                RemotingCommand::request(RequestCode::GET_ROUTEINFO_BY_TOPIC)
-                    .with_ext_fields(header.to_ext()),
-            )
-            .await
-            .and_then(|resp| decode_body::<TopicRouteData>(&resp));
-            // A topic may lose its last broker between the list and the route.
-            if let Some(route) = optional(asked, &format!("route of {topic}"), &mut notes)? {
-                routes.push((topic.as_str(), route));
-            }
-        }
-    }
+    let cluster_topics = cluster_topic_counts(&mut client, &info, &mut notes).await?;
+    let kv = kv_namespaces(&mut client, options.namespaces, &mut notes).await?;
+    let config = configuration(&mut client, &mut notes).await?;
+    let (routes, matched) = match options.topic_filter {
+        Some(filter) => matching_routes(&mut client, &topics, filter, &mut notes).await?,
+        None => (Vec::new(), 0),
+    };
 
     let summary = Summary {
         info: &info,
@@ -217,17 +137,150 @@ async fn survey(
     })
 }
 
+/// GET_TOPICS_BY_CLUSTER for each cluster: its topic count (`None`: refused, with a note).
+async fn cluster_topic_counts<'a>(
+    client: &mut Client,
+    info: &'a ClusterInfo,
+    notes: &mut Vec<String>,
+) -> Result<BTreeMap<&'a str, Option<usize>>, Cause> {
+    let mut cluster_topics: BTreeMap<&str, Option<usize>> = BTreeMap::new();
+    for cluster in info.cluster_addr_table.keys() {
+        let header = GetTopicsByClusterHeader {
+            cluster: cluster.clone(),
+        };
+        let asked = request(
+            client,
+            RemotingCommand::request(RequestCode::GET_TOPICS_BY_CLUSTER)
+                .with_ext_fields(header.to_ext()),
+        )
+        .await
+        .and_then(|resp| decode_body::<TopicList>(&resp));
+        let count = optional(asked, &format!("topics of cluster {cluster}"), notes)?
+            .map(|list| list.topic_list.len());
+        cluster_topics.insert(cluster, count);
+    }
+    Ok(cluster_topics)
+}
+
+/// A namespace's entries (`None`: refused, with a note).
+type Namespace<'a> = (&'a str, Option<BTreeMap<String, String>>);
+
+/// GET_KVLIST_BY_NAMESPACE for each namespace asked for.
+async fn kv_namespaces<'a>(
+    client: &mut Client,
+    namespaces: &'a [String],
+    notes: &mut Vec<String>,
+) -> Result<Vec<Namespace<'a>>, Cause> {
+    let mut kv = Vec::new();
+    for namespace in namespaces {
+        let header = GetKvListByNamespaceHeader {
+            namespace: Some(namespace.clone()),
+        };
+        let asked = request(
+            client,
+            RemotingCommand::request(RequestCode::GET_KVLIST_BY_NAMESPACE)
+                .with_ext_fields(header.to_ext()),
+        )
+        .await;
+        let table = match asked {
+            // An empty namespace is "not found" on the wire.
+            Err(Cause::Answered { code, .. }) if code == ResponseCode::QUERY_NOT_FOUND.0 => {
+                Some(BTreeMap::new())
+            }
+            other => optional(
+                other.and_then(|resp| decode_body::<KvTable>(&resp)),
+                &format!("KV namespace {namespace}"),
+                notes,
+            )?
+            .map(|kv| kv.table),
+        };
+        kv.push((namespace.as_str(), table));
+    }
+    Ok(kv)
+}
+
+/// GET_NAMESRV_CONFIG (`None`: refused, with a note).
+async fn configuration(
+    client: &mut Client,
+    notes: &mut Vec<String>,
+) -> Result<Option<BTreeMap<String, String>>, Cause> {
+    optional(
+        request(
+            client,
+            RemotingCommand::request(RequestCode::GET_NAMESRV_CONFIG),
+        )
+        .await
+        .and_then(|resp| {
+            properties::parse(&String::from_utf8_lossy(resp.body_bytes()))
+                .map_err(|e| Cause::BadResponse(format!("bad properties body: {e}")))
+        }),
+        "configuration",
+        notes,
+    )
+}
+
+/// GET_ROUTEINFO_BY_TOPIC for each topic whose name contains `filter` (case-insensitive), at
+/// most [`TOPICS_SHOWN`]: the routes, and how many topics matched.
+async fn matching_routes<'a>(
+    client: &mut Client,
+    topics: &'a TopicList,
+    filter: &str,
+    notes: &mut Vec<String>,
+) -> Result<(Vec<(&'a str, TopicRouteData)>, usize), Cause> {
+    let mut routes = Vec::new();
+    let mut matched = 0;
+    let needle = filter.to_lowercase();
+    let wanted = topics
+        .topic_list
+        .iter()
+        .filter(|t| t.to_lowercase().contains(&needle));
+    for topic in wanted {
+        matched += 1;
+        if routes.len() >= TOPICS_SHOWN {
+            continue;
+        }
+        let header = GetRouteInfoHeader {
+            topic: Some(topic.clone()),
+            ..GetRouteInfoHeader::default()
+        };
+        let asked = request(
+            client,
+            RemotingCommand::request(RequestCode::GET_ROUTEINFO_BY_TOPIC)
+                .with_ext_fields(header.to_ext()),
+        )
+        .await
+        .and_then(|resp| decode_body::<TopicRouteData>(&resp));
+        // A topic may lose its last broker between the list and the route.
+        if let Some(route) = optional(asked, &format!("route of {topic}"), notes)? {
+            routes.push((topic.as_str(), route));
+        }
+    }
+    Ok((routes, matched))
+}
+
 /// One NameServer's answers, gathered.
 struct Summary<'a> {
     info: &'a ClusterInfo,
     topics: usize,
     cluster_topics: &'a BTreeMap<&'a str, Option<usize>>,
-    kv: &'a [(&'a str, Option<BTreeMap<String, String>>)],
+    kv: &'a [Namespace<'a>],
     config: Option<&'a BTreeMap<String, String>>,
     filter: Option<&'a str>,
     matched: usize,
     routes: &'a [(&'a str, TopicRouteData)],
     notes: &'a [String],
+}
+
+/// The configuration's size and its notable keys.
+fn push_config(out: &mut String, config: &BTreeMap<String, String>) {
+    let rows: Vec<Vec<String>> = NOTABLE_KEYS
+        .iter()
+        .filter_map(|k| config.get(*k).map(|v| vec![(*k).to_owned(), v.clone()]))
+        .collect();
+    out.push_str(&format!("\nconfiguration: {} keys\n", config.len()));
+    if !rows.is_empty() {
+        out.push_str(&table(&["#Key", "#Value"], &rows));
+    }
 }
 
 /// "1 topic", "2 topics".
@@ -279,8 +332,26 @@ impl Summary<'_> {
     }
 
     fn text(&self, addr: &str) -> String {
-        let (groups, brokers, masters, slaves) = self.counts();
         let mut out = format!("============{addr}============\n");
+        self.push_counts(&mut out);
+        self.push_brokers(&mut out);
+        self.push_clusters(&mut out);
+        if let Some(filter) = self.filter {
+            self.push_routes(&mut out, filter);
+        }
+        self.push_kv(&mut out);
+        if let Some(config) = self.config {
+            push_config(&mut out, config);
+        }
+        for note in self.notes {
+            out.push_str(&format!("note: not shown: {note}\n"));
+        }
+        out
+    }
+
+    /// The line of counts: clusters, broker groups, brokers by role, topics.
+    fn push_counts(&self, out: &mut String) {
+        let (groups, brokers, masters, slaves) = self.counts();
         out.push_str(&format!(
             "{}, {}, {} ({}, {}), {}\n",
             count(self.info.cluster_addr_table.len(), "cluster"),
@@ -290,6 +361,10 @@ impl Summary<'_> {
             count(slaves, "slave"),
             count(self.topics, "topic"),
         ));
+    }
+
+    /// Every broker: cluster, group, id, role and address.
+    fn push_brokers(&self, out: &mut String) {
         let rows: Vec<Vec<String>> = self
             .brokers()
             .into_iter()
@@ -310,6 +385,10 @@ impl Summary<'_> {
                 &rows,
             ));
         }
+    }
+
+    /// Each cluster's broker groups and topics.
+    fn push_clusters(&self, out: &mut String) {
         let rows: Vec<Vec<String>> = self
             .cluster_topics
             .iter()
@@ -330,32 +409,38 @@ impl Summary<'_> {
             out.push('\n');
             out.push_str(&table(&["#Cluster", "#Broker Groups", "#Topics"], &rows));
         }
-        if let Some(filter) = self.filter {
-            out.push_str(&format!(
-                "\ntopics containing {filter:?}: {} matching, {} shown\n",
-                self.matched,
-                self.routes.len()
-            ));
-            let rows: Vec<Vec<String>> = self
-                .routes
-                .iter()
-                .flat_map(|(topic, route)| {
-                    route.queue_datas.iter().map(move |q| {
-                        vec![
-                            (*topic).to_owned(),
-                            q.broker_name.clone(),
-                            q.read_queue_nums.to_string(),
-                            q.write_queue_nums.to_string(),
-                            format!("{} ({})", perm::text(q.perm), q.perm),
-                        ]
-                    })
+    }
+
+    /// The queues of the topics matching `filter`.
+    fn push_routes(&self, out: &mut String, filter: &str) {
+        out.push_str(&format!(
+            "\ntopics containing {filter:?}: {} matching, {} shown\n",
+            self.matched,
+            self.routes.len()
+        ));
+        let rows: Vec<Vec<String>> = self
+            .routes
+            .iter()
+            .flat_map(|(topic, route)| {
+                route.queue_datas.iter().map(move |q| {
+                    vec![
+                        (*topic).to_owned(),
+                        q.broker_name.clone(),
+                        q.read_queue_nums.to_string(),
+                        q.write_queue_nums.to_string(),
+                        format!("{} ({})", perm::text(q.perm), q.perm),
+                    ]
                 })
-                .collect();
-            out.push_str(&table(
-                &["#Topic", "#Broker Group", "#Read", "#Write", "#Perm"],
-                &rows,
-            ));
-        }
+            })
+            .collect();
+        out.push_str(&table(
+            &["#Topic", "#Broker Group", "#Read", "#Write", "#Perm"],
+            &rows,
+        ));
+    }
+
+    /// The KV namespaces asked for, with their entries.
+    fn push_kv(&self, out: &mut String) {
         let rows: Vec<Vec<String>> = self
             .kv
             .iter()
@@ -378,20 +463,6 @@ impl Summary<'_> {
         if !rows.is_empty() {
             out.push_str(&table(&["#Namespace", "#Key", "#Value"], &rows));
         }
-        if let Some(config) = self.config {
-            let rows: Vec<Vec<String>> = NOTABLE_KEYS
-                .iter()
-                .filter_map(|k| config.get(*k).map(|v| vec![(*k).to_owned(), v.clone()]))
-                .collect();
-            out.push_str(&format!("\nconfiguration: {} keys\n", config.len()));
-            if !rows.is_empty() {
-                out.push_str(&table(&["#Key", "#Value"], &rows));
-            }
-        }
-        for note in self.notes {
-            out.push_str(&format!("note: not shown: {note}\n"));
-        }
-        out
     }
 
     fn json(&self) -> Value {
