@@ -477,73 +477,59 @@ impl ReplicaTables {
                 &ElectMasterResponseHeader::default(),
             ));
         };
-        let old = set.master;
-        let mut new = None;
-        if set.master_epoch == 0 {
-            new = broker_id;
+        match choose_master(set, broker_id, designate, unclean, live) {
+            Some(new) if set.master == Some(new) => master_still_alive(set, broker_name, new),
+            Some(new) => self.master_elected(set, broker_name, new, live),
+            None => self.no_master(set, broker_name, broker_id),
         }
-        if new.is_none() || new == Some(-1) {
-            let preferred = if designate { broker_id } else { None };
-            new = elect(set, old, preferred, unclean, live);
-        }
-        if let (Some(new), Some(old)) = (new, old) {
-            if new == old {
-                let header = ElectMasterResponseHeader {
-                    master_broker_id: Some(old),
-                    master_address: set.address(Some(old)),
-                    master_epoch: Some(set.master_epoch),
-                    sync_state_set_epoch: Some(set.sync_state_set_epoch),
-                };
-                let body = ElectMasterResponseBody {
-                    broker_member_group: None,
-                    sync_state_set: set.sync_state_set.clone(),
-                };
-                let text = format!(
-                    "The old master {old} is still alive, not need to elect new master for broker {broker_name}"
-                );
-                return Decision::answer(
-                    respond(
-                        ResponseCode::CONTROLLER_MASTER_STILL_EXIST,
-                        Some(text),
-                        &header,
-                    )
-                    .with_body(body.encode()),
-                );
-            }
-        }
-        if let Some(new) = new {
-            let mut next = set.clone();
-            next.master = Some(new);
-            next.master_epoch = next.master_epoch.wrapping_add(1);
-            next.sync_state_set = BTreeSet::from([new]);
-            next.sync_state_set_epoch = next.sync_state_set_epoch.wrapping_add(1);
-            let header = ElectMasterResponseHeader {
-                master_broker_id: Some(new),
-                master_address: set.address(Some(new)),
-                master_epoch: Some(next.master_epoch),
-                sync_state_set_epoch: Some(next.sync_state_set_epoch),
-            };
-            let body = ElectMasterResponseBody {
-                broker_member_group: Some(set.member_group()),
-                sync_state_set: next.sync_state_set.clone(),
-            };
-            let elected = Elected {
-                header: header.clone(),
-                sync_state: next.sync_state(),
-                members: set
-                    .members
-                    .iter()
-                    .filter(|(id, _)| live.alive(&set.cluster, broker_name, **id))
-                    .map(|(id, m)| (*id, m.address.clone()))
-                    .collect(),
-            };
-            let mut decision = Decision::commit(
-                ok(&header).with_body(body.encode()),
-                self.change(broker_name, Some(next)),
-            );
-            decision.elected = Some(elected);
-            return decision;
-        }
+    }
+
+    /// An election made `new` master: both epochs move, the SyncStateSet is `new` alone, and
+    /// the set's live members are to be told.
+    fn master_elected(
+        &self,
+        set: &BrokerSet,
+        broker_name: &str,
+        new: i64,
+        live: &impl Liveness,
+    ) -> Decision {
+        let mut next = set.clone();
+        next.master = Some(new);
+        next.master_epoch = next.master_epoch.wrapping_add(1);
+        next.sync_state_set = BTreeSet::from([new]);
+        next.sync_state_set_epoch = next.sync_state_set_epoch.wrapping_add(1);
+        let header = ElectMasterResponseHeader {
+            master_broker_id: Some(new),
+            master_address: set.address(Some(new)),
+            master_epoch: Some(next.master_epoch),
+            sync_state_set_epoch: Some(next.sync_state_set_epoch),
+        };
+        let body = ElectMasterResponseBody {
+            broker_member_group: Some(set.member_group()),
+            sync_state_set: next.sync_state_set.clone(),
+        };
+        let elected = Elected {
+            header: header.clone(),
+            sync_state: next.sync_state(),
+            members: set
+                .members
+                .iter()
+                .filter(|(id, _)| live.alive(&set.cluster, broker_name, **id))
+                .map(|(id, m)| (*id, m.address.clone()))
+                .collect(),
+        };
+        let mut decision = Decision::commit(
+            ok(&header).with_body(body.encode()),
+            self.change(broker_name, Some(next)),
+        );
+        decision.elected = Some(elected);
+        decision
+    }
+
+    /// Nobody could be elected. The controller's own election (`broker_id` -1 or `None`)
+    /// records that the set has no master (its master epoch moves); a broker's or an admin's
+    /// request fails and changes nothing.
+    fn no_master(&self, set: &BrokerSet, broker_name: &str, broker_id: Option<i64>) -> Decision {
         let header = ElectMasterResponseHeader::default();
         if broker_id.is_none_or(|id| id == -1) {
             let mut next = set.clone();
@@ -646,6 +632,49 @@ impl ReplicaTables {
             .map(|set| set.name.clone())
             .collect()
     }
+}
+
+/// Who an election makes master: on the set's first election (master epoch 0) the broker that
+/// asked, else (or when that is -1) the election policy's choice, preferring `broker_id` when the
+/// request designates it.
+fn choose_master(
+    set: &BrokerSet,
+    broker_id: Option<i64>,
+    designate: bool,
+    unclean: bool,
+    live: &impl Liveness,
+) -> Option<i64> {
+    let first = broker_id.filter(|_| set.master_epoch == 0);
+    if first.is_some_and(|id| id != -1) {
+        return first;
+    }
+    let preferred = if designate { broker_id } else { None };
+    elect(set, set.master, preferred, unclean, live)
+}
+
+/// The election chose the set's `master` again: nothing changes.
+fn master_still_alive(set: &BrokerSet, broker_name: &str, master: i64) -> Decision {
+    let header = ElectMasterResponseHeader {
+        master_broker_id: Some(master),
+        master_address: set.address(Some(master)),
+        master_epoch: Some(set.master_epoch),
+        sync_state_set_epoch: Some(set.sync_state_set_epoch),
+    };
+    let body = ElectMasterResponseBody {
+        broker_member_group: None,
+        sync_state_set: set.sync_state_set.clone(),
+    };
+    let text = format!(
+        "The old master {master} is still alive, not need to elect new master for broker {broker_name}"
+    );
+    Decision::answer(
+        respond(
+            ResponseCode::CONTROLLER_MASTER_STILL_EXIST,
+            Some(text),
+            &header,
+        )
+        .with_body(body.encode()),
+    )
 }
 
 /// A Java `Long` in a format string: its number, or `null`.
