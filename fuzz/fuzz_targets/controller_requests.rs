@@ -6,9 +6,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use rmq_namesrv::actors::controller::replicas::{
-    Decision, LiveInfo, Liveness, ReplicaTables, MAX_STATE_BYTES,
-};
+use rmq_namesrv::actors::controller::liveness::{LiveInfo, Liveness};
+use rmq_namesrv::actors::controller::replicas::{Decision, ReplicaTables, MAX_STATE_BYTES};
 use rmq_namesrv::actors::controller::requests::{self, Call};
 use rmq_namesrv::actors::stored::MAX_NAME_BYTES;
 use rmq_protocol::controller::{ApplyBrokerIdHeader, CONTROLLER_CODES};

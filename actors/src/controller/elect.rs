@@ -3,7 +3,8 @@
 
 use std::collections::BTreeSet;
 
-use super::replicas::{BrokerSet, LiveInfo, Liveness};
+use super::broker_set::BrokerSet;
+use super::liveness::{LiveInfo, Liveness};
 
 /// `DefaultElectPolicy`: among the SyncStateSet first, then (unclean) among all members.
 pub(super) fn elect(

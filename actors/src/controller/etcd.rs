@@ -33,7 +33,7 @@ use etcd_client::{
 use tokio::time::Instant;
 use tracing::{debug, info, warn};
 
-use super::replicas::BrokerSet;
+use super::broker_set::BrokerSet;
 use super::store::{Commit, LeaderInfo, Revision, StoreError, StoreEvent};
 use crate::etcd_call::{connect, within, FIRST_BACKOFF, MAX_BACKOFF};
 

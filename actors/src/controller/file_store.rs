@@ -20,7 +20,7 @@ use actix::prelude::*;
 use serde::{Deserialize, Serialize};
 use tracing::{error, info, warn};
 
-use super::replicas::BrokerSet;
+use super::broker_set::BrokerSet;
 use super::store::{Commit, LeaderInfo, Revision, StoreError, StoreEvent};
 use crate::persist::write_atomically;
 

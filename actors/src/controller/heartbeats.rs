@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use rmq_protocol::custom_headers::BrokerHeartbeatHeader;
 
-use super::replicas::{LiveInfo, Liveness};
+use super::liveness::{LiveInfo, Liveness};
 use crate::route::ConnId;
 
 /// The timeout of a heartbeat that names none (Java's default `controllerHeartBeatTimeoutMills`).

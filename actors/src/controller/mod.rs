@@ -8,10 +8,12 @@
 //! are its own requests, triggered by a closed connection, an expired heartbeat or the periodic
 //! sweep; their outcome is announced to the brokers ([`notify`]).
 
+pub mod broker_set;
 mod elect;
 pub mod etcd;
 pub mod file_store;
 pub mod heartbeats;
+pub mod liveness;
 pub mod notify;
 pub mod replicas;
 pub mod requests;
@@ -31,6 +33,7 @@ use tracing::{info, warn};
 use crate::messages::{CloseAll, CloseConnection, ConnectionClosed, ConnectionOpened, DrainAll};
 use crate::response::system_error;
 use crate::route::ConnId;
+use broker_set::BrokerSet;
 use heartbeats::{Heartbeats, Lost};
 use replicas::{Decision, ReplicaTables};
 use requests::Call;
@@ -342,7 +345,7 @@ impl Controller {
         })
     }
 
-    fn apply(&mut self, name: &str, record: Option<replicas::BrokerSet>, revision: Revision) {
+    fn apply(&mut self, name: &str, record: Option<BrokerSet>, revision: Revision) {
         self.tables.apply(name, record, revision);
         self.applied = self.applied.max(revision);
     }

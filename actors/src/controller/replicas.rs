@@ -1,11 +1,10 @@
-//! The controller's replicated state and its rules, pure: one record per broker set, and one
-//! function per request that reads the record and returns the answer and the change to commit
-//! (never applying it; the store does, see [`store`](super::store)). Java's
+//! The controller's replicated state and its rules, pure: one record per broker set
+//! ([`BrokerSet`]), and one function per request that reads the record and returns the answer
+//! and the change to commit (never applying it; the store does, see [`store`](super::store)). Java's
 //! `ReplicasInfoManager` and `DefaultElectPolicy` are the specification (docs/controller.md).
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use rmq_protocol::body::BrokerMemberGroup;
 use rmq_protocol::controller::{
     remark, AlterSyncStateSetHeader, AlterSyncStateSetResponseHeader, ApplyBrokerIdHeader,
     ApplyBrokerIdResponseHeader, BrokerReplicasInfo, CleanBrokerDataHeader, ControllerBody,
@@ -16,13 +15,11 @@ use rmq_protocol::controller::{
 };
 use rmq_protocol::custom_headers::CommandHeader;
 use rmq_protocol::{RemotingCommand, ResponseCode};
-use serde::{Deserialize, Serialize};
 
+use super::broker_set::{BrokerSet, Member, FIRST_BROKER_ID};
 use super::elect::elect;
+use super::liveness::Liveness;
 use super::store::Revision;
-
-/// The first controller id of a broker set (Java's `MixAll.FIRST_BROKER_CONTROLLER_ID`).
-pub const FIRST_BROKER_ID: i64 = 1;
 
 /// Most broker sets, and members of one set, the controller keeps: far above real fleets, and
 /// what keeps a flood of invented registrations from growing the state (and each commit of the
@@ -35,96 +32,6 @@ pub const MAX_MEMBERS: usize = 1_000;
 /// a set's record under etcd's request limit (1.5 MiB), whatever requests were sent.
 pub const MAX_STATE_BYTES: usize = 16 << 20;
 pub const MAX_SET_BYTES: usize = 1 << 20;
-
-/// One member of a broker set: its current address and the check code it claimed its id with.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Member {
-    pub address: String,
-    pub check_code: String,
-}
-
-/// Everything the controller keeps of one broker set (Java's `BrokerReplicaInfo` and
-/// `SyncStateInfo` together), as stored.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct BrokerSet {
-    pub cluster: String,
-    pub name: String,
-    /// The id 1012 hands out next.
-    pub next_id: i64,
-    pub members: BTreeMap<i64, Member>,
-    pub master: Option<i64>,
-    /// Moves by one on every election, successful or not.
-    pub master_epoch: i32,
-    pub sync_state_set: BTreeSet<i64>,
-    /// Moves by one on every change of the set (an election replaces it).
-    pub sync_state_set_epoch: i32,
-}
-
-impl BrokerSet {
-    fn new(cluster: &str, name: &str) -> Self {
-        BrokerSet {
-            cluster: cluster.to_owned(),
-            name: name.to_owned(),
-            next_id: FIRST_BROKER_ID,
-            members: BTreeMap::new(),
-            master: None,
-            master_epoch: 0,
-            sync_state_set: BTreeSet::new(),
-            sync_state_set_epoch: 0,
-        }
-    }
-
-    /// About the bytes the set takes in the state file (pretty JSON) or etcd: its strings, and
-    /// a fixed share per member and per set for the keys and numbers around them.
-    pub fn stored_bytes(&self) -> usize {
-        let members: usize = self
-            .members
-            .values()
-            .map(|m| m.address.len() + m.check_code.len() + 96)
-            .sum();
-        self.cluster.len() + self.name.len() + members + 16 * self.sync_state_set.len() + 256
-    }
-
-    fn address(&self, id: Option<i64>) -> Option<String> {
-        id.and_then(|id| self.members.get(&id))
-            .map(|m| m.address.clone())
-    }
-
-    fn sync_state(&self) -> SyncStateSet {
-        SyncStateSet {
-            sync_state_set: self.sync_state_set.clone(),
-            sync_state_set_epoch: self.sync_state_set_epoch,
-        }
-    }
-
-    fn member_group(&self) -> BrokerMemberGroup {
-        BrokerMemberGroup {
-            broker_addrs: self
-                .members
-                .iter()
-                .map(|(id, m)| (*id, m.address.clone()))
-                .collect(),
-            broker_name: Some(self.name.clone()),
-            cluster: Some(self.cluster.clone()),
-        }
-    }
-}
-
-/// What the election policy knows of a live broker (from its heartbeats).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LiveInfo {
-    pub epoch: i32,
-    pub max_offset: i64,
-    pub priority: i32,
-}
-
-/// Liveness and heartbeat data, as the elections and checks see them.
-pub trait Liveness {
-    /// Whether broker `id` of set (cluster, name) is alive now.
-    fn alive(&self, cluster: &str, name: &str, id: i64) -> bool;
-    /// Its latest heartbeat data, if it is alive.
-    fn info(&self, cluster: &str, name: &str, id: i64) -> Option<LiveInfo>;
-}
 
 /// A change to commit: set `name`'s new record (`None`: removed), computed from the record at
 /// `expected`.
@@ -570,73 +477,59 @@ impl ReplicaTables {
                 &ElectMasterResponseHeader::default(),
             ));
         };
-        let old = set.master;
-        let mut new = None;
-        if set.master_epoch == 0 {
-            new = broker_id;
+        match choose_master(set, broker_id, designate, unclean, live) {
+            Some(new) if set.master == Some(new) => master_still_alive(set, broker_name, new),
+            Some(new) => self.master_elected(set, broker_name, new, live),
+            None => self.no_master(set, broker_name, broker_id),
         }
-        if new.is_none() || new == Some(-1) {
-            let preferred = if designate { broker_id } else { None };
-            new = elect(set, old, preferred, unclean, live);
-        }
-        if let (Some(new), Some(old)) = (new, old) {
-            if new == old {
-                let header = ElectMasterResponseHeader {
-                    master_broker_id: Some(old),
-                    master_address: set.address(Some(old)),
-                    master_epoch: Some(set.master_epoch),
-                    sync_state_set_epoch: Some(set.sync_state_set_epoch),
-                };
-                let body = ElectMasterResponseBody {
-                    broker_member_group: None,
-                    sync_state_set: set.sync_state_set.clone(),
-                };
-                let text = format!(
-                    "The old master {old} is still alive, not need to elect new master for broker {broker_name}"
-                );
-                return Decision::answer(
-                    respond(
-                        ResponseCode::CONTROLLER_MASTER_STILL_EXIST,
-                        Some(text),
-                        &header,
-                    )
-                    .with_body(body.encode()),
-                );
-            }
-        }
-        if let Some(new) = new {
-            let mut next = set.clone();
-            next.master = Some(new);
-            next.master_epoch = next.master_epoch.wrapping_add(1);
-            next.sync_state_set = BTreeSet::from([new]);
-            next.sync_state_set_epoch = next.sync_state_set_epoch.wrapping_add(1);
-            let header = ElectMasterResponseHeader {
-                master_broker_id: Some(new),
-                master_address: set.address(Some(new)),
-                master_epoch: Some(next.master_epoch),
-                sync_state_set_epoch: Some(next.sync_state_set_epoch),
-            };
-            let body = ElectMasterResponseBody {
-                broker_member_group: Some(set.member_group()),
-                sync_state_set: next.sync_state_set.clone(),
-            };
-            let elected = Elected {
-                header: header.clone(),
-                sync_state: next.sync_state(),
-                members: set
-                    .members
-                    .iter()
-                    .filter(|(id, _)| live.alive(&set.cluster, broker_name, **id))
-                    .map(|(id, m)| (*id, m.address.clone()))
-                    .collect(),
-            };
-            let mut decision = Decision::commit(
-                ok(&header).with_body(body.encode()),
-                self.change(broker_name, Some(next)),
-            );
-            decision.elected = Some(elected);
-            return decision;
-        }
+    }
+
+    /// An election made `new` master: both epochs move, the SyncStateSet is `new` alone, and
+    /// the set's live members are to be told.
+    fn master_elected(
+        &self,
+        set: &BrokerSet,
+        broker_name: &str,
+        new: i64,
+        live: &impl Liveness,
+    ) -> Decision {
+        let mut next = set.clone();
+        next.master = Some(new);
+        next.master_epoch = next.master_epoch.wrapping_add(1);
+        next.sync_state_set = BTreeSet::from([new]);
+        next.sync_state_set_epoch = next.sync_state_set_epoch.wrapping_add(1);
+        let header = ElectMasterResponseHeader {
+            master_broker_id: Some(new),
+            master_address: set.address(Some(new)),
+            master_epoch: Some(next.master_epoch),
+            sync_state_set_epoch: Some(next.sync_state_set_epoch),
+        };
+        let body = ElectMasterResponseBody {
+            broker_member_group: Some(set.member_group()),
+            sync_state_set: next.sync_state_set.clone(),
+        };
+        let elected = Elected {
+            header: header.clone(),
+            sync_state: next.sync_state(),
+            members: set
+                .members
+                .iter()
+                .filter(|(id, _)| live.alive(&set.cluster, broker_name, **id))
+                .map(|(id, m)| (*id, m.address.clone()))
+                .collect(),
+        };
+        let mut decision = Decision::commit(
+            ok(&header).with_body(body.encode()),
+            self.change(broker_name, Some(next)),
+        );
+        decision.elected = Some(elected);
+        decision
+    }
+
+    /// Nobody could be elected. The controller's own election (`broker_id` -1 or `None`)
+    /// records that the set has no master (its master epoch moves); a broker's or an admin's
+    /// request fails and changes nothing.
+    fn no_master(&self, set: &BrokerSet, broker_name: &str, broker_id: Option<i64>) -> Decision {
         let header = ElectMasterResponseHeader::default();
         if broker_id.is_none_or(|id| id == -1) {
             let mut next = set.clone();
@@ -739,6 +632,49 @@ impl ReplicaTables {
             .map(|set| set.name.clone())
             .collect()
     }
+}
+
+/// Who an election makes master: on the set's first election (master epoch 0) the broker that
+/// asked, else (or when that is -1) the election policy's choice, preferring `broker_id` when the
+/// request designates it.
+fn choose_master(
+    set: &BrokerSet,
+    broker_id: Option<i64>,
+    designate: bool,
+    unclean: bool,
+    live: &impl Liveness,
+) -> Option<i64> {
+    let first = broker_id.filter(|_| set.master_epoch == 0);
+    if first.is_some_and(|id| id != -1) {
+        return first;
+    }
+    let preferred = if designate { broker_id } else { None };
+    elect(set, set.master, preferred, unclean, live)
+}
+
+/// The election chose the set's `master` again: nothing changes.
+fn master_still_alive(set: &BrokerSet, broker_name: &str, master: i64) -> Decision {
+    let header = ElectMasterResponseHeader {
+        master_broker_id: Some(master),
+        master_address: set.address(Some(master)),
+        master_epoch: Some(set.master_epoch),
+        sync_state_set_epoch: Some(set.sync_state_set_epoch),
+    };
+    let body = ElectMasterResponseBody {
+        broker_member_group: None,
+        sync_state_set: set.sync_state_set.clone(),
+    };
+    let text = format!(
+        "The old master {master} is still alive, not need to elect new master for broker {broker_name}"
+    );
+    Decision::answer(
+        respond(
+            ResponseCode::CONTROLLER_MASTER_STILL_EXIST,
+            Some(text),
+            &header,
+        )
+        .with_body(body.encode()),
+    )
 }
 
 /// A Java `Long` in a format string: its number, or `null`.

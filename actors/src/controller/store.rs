@@ -11,7 +11,7 @@
 use actix::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use super::replicas::BrokerSet;
+use super::broker_set::BrokerSet;
 
 /// A store revision: etcd's `mod_revision` of the set's key, or the file store's counter. `0`
 /// means "no record" (a set not yet created, or removed).

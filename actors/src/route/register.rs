@@ -159,6 +159,29 @@ struct TopicCursor {
     new_topics: usize,
 }
 
+/// What joining its group (steps 1 to 5) found out: whether the group is new or changed, and
+/// its lowest id before this registration.
+#[derive(Debug)]
+struct Joined {
+    register_first: bool,
+    group_changed: bool,
+    prev_min: BrokerId,
+}
+
+/// What recording its address (steps 8 and 9) made of a registration.
+#[derive(Debug)]
+struct Role {
+    /// A first registration of this broker (a new group, or an id without an address before).
+    register_first: bool,
+    /// The group's routes have to go: its members, addresses or flags changed.
+    group_changed: bool,
+    /// The master, or a new-version slave with the group's lowest id: writes the topics.
+    writes_routes: bool,
+    /// A prime slave of a group with acting master: its topics are written without write
+    /// permission.
+    wipe_write: bool,
+}
+
 /// The first part of a registration: decided at once, or topics to walk.
 #[derive(Debug)]
 pub enum Registering {
@@ -199,7 +222,37 @@ impl RouteTables {
             cluster: reg.cluster.clone(),
             addr: reg.addr.clone(),
         };
+        let joined = self.join_group(&reg, &name);
+        if let Some(refused) = self.refusal(&reg, &name, &instance, &summary) {
+            if joined.group_changed {
+                self.invalidate_broker_topics(&name);
+            }
+            return Ok(Registering::Done(refused));
+        }
+        let role = self.record_address(&reg, &name, joined);
+        // The routes of the group's topics show its addresses and flags: they go now, before
+        // any topic of the walk is shown with the new ones.
+        if role.group_changed {
+            self.invalidate_broker_topics(&name);
+        }
+        let topics = if role.writes_routes {
+            self.topics_to_write(&reg, &name, &instance, &summary, &role)
+        } else {
+            None
+        };
+        Ok(Registering::Walk(Box::new(RegisterWalk {
+            reg,
+            name,
+            instance,
+            now,
+            topics,
+            writes_routes: role.writes_routes,
+        })))
+    }
 
+    /// REGISTER_BROKER steps 1 to 5: the cluster lists the group, the group exists and follows
+    /// the registration's flags, and the registration's address is under no other id.
+    fn join_group(&mut self, reg: &Registration, name: &BrokerName) -> Joined {
         // 1. The cluster lists the broker group.
         self.clusters
             .entry(reg.cluster.clone())
@@ -220,7 +273,6 @@ impl RouteTables {
         let mut group_changed = register_first;
 
         // 3. Acting-master flag and zone follow the latest registration.
-        let old_version = reg.enable_acting_master.is_none();
         let enable_acting_master = reg.enable_acting_master == Some(true);
         if group.enable_acting_master != enable_acting_master || group.zone_name != reg.zone_name {
             group.enable_acting_master = enable_acting_master;
@@ -230,7 +282,6 @@ impl RouteTables {
 
         // 4. Did a smaller id join? (Recorded once the address is, step 8.)
         let prev_min = group.min_id().unwrap_or(MASTER_ID);
-        let min_id_changed = reg.id < prev_min;
 
         // 5. One address appears under one id only: a slave turned master drops its old id.
         let before = group.addrs.len();
@@ -238,9 +289,26 @@ impl RouteTables {
             .addrs
             .retain(|id, addr| !(*addr == reg.addr && *id != reg.id));
         group_changed |= group.addrs.len() != before;
+        Joined {
+            register_first,
+            group_changed,
+            prev_min,
+        }
+    }
+
+    /// REGISTER_BROKER steps 6 and 7: why the registration is refused, if it is (nothing more
+    /// is recorded then).
+    fn refusal(
+        &mut self,
+        reg: &Registration,
+        name: &BrokerName,
+        instance: &BrokerInstance,
+        summary: &TopicSummary,
+    ) -> Option<RegisterOutcome> {
+        let held = self.brokers.get(name).and_then(|g| g.addrs.get(&reg.id));
 
         // 6. Another address under this id with a newer state version wins.
-        if let Some(old_addr) = group.addrs.get(&reg.id).filter(|old| **old != reg.addr) {
+        if let Some(old_addr) = held.filter(|old| **old != reg.addr) {
             let old_instance = BrokerInstance {
                 cluster: reg.cluster.clone(),
                 addr: old_addr.clone(),
@@ -254,29 +322,36 @@ impl RouteTables {
                         new_state_version = incoming,
                         "registration conflicts with a newer broker, ignored"
                     );
-                    self.live.remove(&instance);
-                    if group_changed {
-                        self.invalidate_broker_topics(&name);
-                    }
-                    return Ok(Registering::Done(RegisterOutcome::StaleStateVersion));
+                    self.live.remove(instance);
+                    return Some(RegisterOutcome::StaleStateVersion);
                 }
             }
         }
 
         // 7. A one-topic registration must not be a broker id's first.
-        if !group.addrs.contains_key(&reg.id) && summary.topic_count == 1 {
+        if held.is_none() && summary.topic_count == 1 {
             warn!(broker = %name, id = reg.id, addr = %reg.addr, "single-topic registration of an unregistered broker refused");
-            if group_changed {
-                self.invalidate_broker_topics(&name);
-            }
-            return Ok(Registering::Done(
-                RegisterOutcome::SingleTopicFirstRegistration,
-            ));
+            return Some(RegisterOutcome::SingleTopicFirstRegistration);
         }
+        None
+    }
+
+    /// REGISTER_BROKER steps 8 and 9: the address recorded under its id, and whether this
+    /// broker writes its group's routes.
+    fn record_address(&mut self, reg: &Registration, name: &BrokerName, joined: Joined) -> Role {
+        let Joined {
+            mut register_first,
+            mut group_changed,
+            prev_min,
+        } = joined;
+        let group = self
+            .brokers
+            .get_mut(name)
+            .expect("join_group created the group");
 
         // 8. Record the address.
         let old_addr = group.addrs.insert(reg.id, reg.addr.clone());
-        if min_id_changed {
+        if reg.id < prev_min {
             debug!(broker = %name, id = reg.id, prev_min, "min broker id changed");
             self.min_id_changes.push(MinIdChange {
                 name: name.clone(),
@@ -289,56 +364,56 @@ impl RouteTables {
         group_changed |= old_addr.as_ref() != Some(&reg.addr);
 
         // 9. Who may write routes: the master, or a new-version slave with the lowest id.
+        let old_version = reg.enable_acting_master.is_none();
         let is_master = reg.id == MASTER_ID;
         let is_prime_slave = !old_version && !is_master && group.min_id() == Some(reg.id);
-        let wipe_write = is_prime_slave && group.enable_acting_master;
-        // The routes of the group's topics show its addresses and flags: they go now, before
-        // any topic of the walk is shown with the new ones.
-        if group_changed {
-            self.invalidate_broker_topics(&name);
+        Role {
+            register_first,
+            group_changed,
+            writes_routes: is_master || is_prime_slave,
+            wipe_write: is_prime_slave && group.enable_acting_master,
         }
+    }
 
-        // 10, first part: which topics to write.
-        let writes_routes = is_master || is_prime_slave;
-        let mut topics = None;
-        if writes_routes {
-            let previous = self.live.get(&instance);
-            let broker_changed = previous.map(|l| l.data_version) != Some(summary.data_version);
-            // The same instance re-registering the same topic set under the same data version,
-            // with no QueueData removed since it last applied them, would change nothing: every
-            // topic already has its QueueData. Skip the walk (10,000 topics per broker at scale).
-            let unchanged = !register_first
-                && !broker_changed
-                && !self.options.delete_topic_with_broker_registration
-                && previous.and_then(|l| l.applied)
-                    == Some((summary.fingerprint, self.queue_removals));
-            // `can_skip_topics` let no `Same` payload get here unless it is unchanged.
-            if let (false, TopicsPayload::Full(table)) = (unchanged, &reg.topics) {
-                let table = Arc::clone(&table.wrapper);
-                if self.options.delete_topic_with_broker_registration
-                    && table.topic_queue_mapping_info_map.is_empty()
-                {
-                    let keep = &table.topic_config_table;
-                    self.remove_omitted_topics(&name, |topic| keep.contains_key(topic));
-                }
-                topics = Some(TopicCursor {
-                    table,
-                    changed: register_first || broker_changed,
-                    wipe_write,
-                    after: None,
-                    finished: false,
-                    new_topics: 0,
-                });
-            }
+    /// REGISTER_BROKER step 10, first part: the topics a registration that writes routes is to
+    /// walk (`None` when it would change nothing), after dropping the topics it no longer lists
+    /// if the options say so.
+    fn topics_to_write(
+        &mut self,
+        reg: &Registration,
+        name: &BrokerName,
+        instance: &BrokerInstance,
+        summary: &TopicSummary,
+        role: &Role,
+    ) -> Option<TopicCursor> {
+        let previous = self.live.get(instance);
+        let broker_changed = previous.map(|l| l.data_version) != Some(summary.data_version);
+        // The same instance re-registering the same topic set under the same data version,
+        // with no QueueData removed since it last applied them, would change nothing: every
+        // topic already has its QueueData. Skip the walk (10,000 topics per broker at scale).
+        let unchanged = !role.register_first
+            && !broker_changed
+            && !self.options.delete_topic_with_broker_registration
+            && previous.and_then(|l| l.applied) == Some((summary.fingerprint, self.queue_removals));
+        // `can_skip_topics` let no `Same` payload get here unless it is unchanged.
+        let (false, TopicsPayload::Full(table)) = (unchanged, &reg.topics) else {
+            return None;
+        };
+        let table = Arc::clone(&table.wrapper);
+        if self.options.delete_topic_with_broker_registration
+            && table.topic_queue_mapping_info_map.is_empty()
+        {
+            let keep = &table.topic_config_table;
+            self.remove_omitted_topics(name, |topic| keep.contains_key(topic));
         }
-        Ok(Registering::Walk(Box::new(RegisterWalk {
-            reg,
-            name,
-            instance,
-            now,
-            topics,
-            writes_routes,
-        })))
+        Some(TopicCursor {
+            table,
+            changed: role.register_first || broker_changed,
+            wipe_write: role.wipe_write,
+            after: None,
+            finished: false,
+            new_topics: 0,
+        })
     }
 
     /// REGISTER_BROKER step 10 for up to `max_topics` topics of the walk (all of them when

@@ -14,7 +14,7 @@ use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 use tokio::time::Instant;
 
 use super::*;
-use crate::controller::replicas::Member;
+use crate::controller::broker_set::Member;
 
 /// The longest wait for one expected event.
 const WAIT: Duration = Duration::from_secs(10);

@@ -1,6 +1,7 @@
 use std::collections::HashMap;
 
 use super::*;
+use crate::controller::liveness::LiveInfo;
 
 /// Liveness from a table: id -> (epoch, max offset, priority); absent ids are dead.
 struct Live(HashMap<i64, LiveInfo>);
