@@ -92,7 +92,7 @@ impl GetOptions {
         self
     }
 
-    fn request(self, key: Vec<u8>) -> RangeRequest {
+    pub(super) fn request(self, key: Vec<u8>) -> RangeRequest {
         let (key, range_end) = self.range.of(key);
         RangeRequest {
             key,
@@ -208,7 +208,7 @@ impl TxnOp {
 /// A transaction: when every compare holds, the `and_then` writes, otherwise the `or_else` ones,
 /// all at one revision.
 #[derive(Debug, Clone, Default)]
-pub struct Txn(TxnRequest);
+pub struct Txn(pub(super) TxnRequest);
 
 impl Txn {
     pub fn new() -> Self {

@@ -239,28 +239,4 @@ impl RangeEnd {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_prefix_ends_after_its_last_byte_below_0xff() {
-        assert_eq!(prefix_end(b"/kv/"), b"/kv0");
-        assert_eq!(prefix_end(b"a\xFF\xFF"), b"b");
-        assert_eq!(prefix_end(b"\xFF"), b"\0");
-        assert_eq!(RangeEnd::Prefix.of(Vec::new()), (vec![0], vec![0]));
-        assert_eq!(RangeEnd::Key.of(b"k".to_vec()), (b"k".to_vec(), Vec::new()));
-    }
-
-    #[test]
-    fn endpoints_without_a_scheme_are_plain_http() {
-        let options = ConnectOptions::new();
-        let plain = endpoint("127.0.0.1:2379", &options).unwrap();
-        assert_eq!(plain.uri().to_string(), "http://127.0.0.1:2379/");
-        let given = endpoint("http://etcd-1:2379", &options).unwrap();
-        assert_eq!(given.uri().to_string(), "http://etcd-1:2379/");
-        assert!(matches!(
-            endpoint("https://etcd-1:2379", &options),
-            Err(Error::InvalidArgs(_))
-        ));
-    }
-}
+mod tests;

@@ -79,7 +79,7 @@ impl WatchOptions {
         self
     }
 
-    fn request(self, key: Vec<u8>) -> WatchCreateRequest {
+    pub(super) fn request(self, key: Vec<u8>) -> WatchCreateRequest {
         let (key, range_end) = self.range.of(key);
         WatchCreateRequest {
             key,
