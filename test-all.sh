@@ -14,7 +14,7 @@ cd "$(dirname "$0")"
 # Rust toolchain and a C compiler (ring); the etcd client is generated without protoc.
 check_tools() {
   local missing=() debian=() other=()
-  # lack WHAT DEBIAN_PACKAGE [WHERE_ELSE]: WHAT is not here; install the package, or from WHERE_ELSE.
+  # lack WHAT DEBIAN_PACKAGE [ELSEWHERE]: WHAT is not here; install the package, or from ELSEWHERE.
   lack() {
     missing+=("$1")
     if [ -n "${3:-}" ]; then other+=("$1: $3"); else debian+=("$2"); fi
