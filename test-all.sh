@@ -3,8 +3,72 @@
 # 127.0.0.1), then the interop suite against real RocketMQ peers (Java brokers, clients and admin
 # from Maven Central, the Go client, the C++ client, the official Java NameServer), which
 # installs them into interop/.cache/ on first use.
+#
+#   ./test-all.sh                  # the whole suite
+#   ./test-all.sh --check-tools    # only check that the tools it needs are here (.ci/run does)
 set -euo pipefail
 cd "$(dirname "$0")"
+
+# The tools the suite starts or calls, checked before anything is built: a missing one stops it
+# here, in one line naming what to install, instead of half-way through. Building needs only the
+# Rust toolchain and a C compiler (ring); the etcd client is generated without protoc.
+check_tools() {
+  local missing=() debian=() other=()
+  # lack WHAT DEBIAN_PACKAGE [ELSEWHERE]: WHAT is not here; install the package, or from ELSEWHERE.
+  lack() {
+    missing+=("$1")
+    if [ -n "${3:-}" ]; then other+=("$1: $3"); else debian+=("$2"); fi
+  }
+  command -v cargo >/dev/null 2>&1 || lack cargo "" "the Rust toolchain, https://rustup.rs"
+  command -v cc >/dev/null 2>&1 || lack cc gcc
+  # The Rust tests: etcd (tests/support/etcd.rs takes $ETCD_BIN), Chromium (tests/status_page.rs
+  # takes $CHROMIUM).
+  command -v "${ETCD_BIN:-etcd}" >/dev/null 2>&1 || lack etcd etcd-server
+  [ -x "${CHROMIUM:-/usr/bin/chromium}" ] || lack chromium chromium
+  # contrib/check.sh.
+  command -v python3 >/dev/null 2>&1 || lack python3 python3
+  command -v promtool >/dev/null 2>&1 || lack promtool prometheus
+  # The interop suite: Java peers (JDK 17, Maven), the Go peer (Go 1.22+), the C++ peer's venv,
+  # TLS certificates, the network-isolated scenarios.
+  local javac_major=""
+  if command -v javac >/dev/null 2>&1; then
+    javac_major="$(javac -version 2>&1 | sed -nE 's/^javac ([0-9]+).*/\1/p')"
+  fi
+  if ! command -v java >/dev/null 2>&1 || [ "${javac_major:-0}" -lt 17 ]; then
+    lack "JDK 17" openjdk-17-jdk-headless
+  fi
+  command -v mvn >/dev/null 2>&1 || lack mvn maven
+  local go_minor=""
+  if command -v go >/dev/null 2>&1; then
+    go_minor="$(go env GOVERSION 2>/dev/null | sed -nE 's/^go1\.([0-9]+).*/\1/p')"
+  fi
+  [ "${go_minor:-0}" -ge 22 ] || lack "go >= 1.22" "" "https://go.dev/dl"
+  if [ ! -x interop/.cache/cpp-venv/bin/python ] && command -v python3 >/dev/null 2>&1 \
+     && ! python3 -c 'import ensurepip, venv' >/dev/null 2>&1; then
+    lack "python3 venv" python3-venv
+  fi
+  command -v openssl >/dev/null 2>&1 || lack openssl openssl
+  command -v unshare >/dev/null 2>&1 || lack unshare util-linux
+
+  [ "${#missing[@]}" -eq 0 ] && return 0
+  local line="test-all.sh: missing" sep=" " item
+  for item in "${missing[@]}"; do line+="$sep$item"; sep=", "; done
+  line+="; install:"
+  sep=" "
+  if [ "${#debian[@]}" -gt 0 ]; then
+    line+=" apt-get install -y --no-install-recommends ${debian[*]}"
+    sep="; "
+  fi
+  for item in "${other[@]}"; do line+="$sep$item"; sep="; "; done
+  echo "$line" >&2
+  return 1
+}
+
+check_tools || exit 1
+if [ "${1:-}" = "--check-tools" ]; then
+  echo "test-all.sh: every tool the suite needs is here"
+  exit 0
+fi
 
 echo "== cargo test (workspace)"
 cargo test --workspace --locked

@@ -18,7 +18,7 @@ struct Ladder {
 const ACTORS: Ladder = Ladder {
     src: "actors/src",
     rungs: &[
-        &["logging", "stored"],
+        &["logging", "stored", "etcd_api"],
         &[
             "route",
             "background",

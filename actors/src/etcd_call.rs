@@ -5,7 +5,7 @@
 use std::future::Future;
 use std::time::Duration;
 
-use etcd_client::{Client, ConnectOptions};
+use crate::etcd_api::{self, Client, ConnectOptions};
 
 /// The first wait before a session starts over after a failure; doubled on each further one up
 /// to [`MAX_BACKOFF`], and reset by the caller once a session has proved good.
@@ -20,7 +20,7 @@ pub const MAX_BACKOFF: Duration = Duration::from_secs(3);
 pub enum EtcdFailure {
     /// etcd (or the connection to it) answered with an error.
     #[error(transparent)]
-    Refused(#[from] etcd_client::Error),
+    Refused(#[from] etcd_api::Error),
     /// No answer within the limit: whatever was asked may or may not have happened.
     #[error("no answer from etcd within {}", humantime::format_duration(*.0))]
     TimedOut(Duration),
@@ -29,7 +29,7 @@ pub enum EtcdFailure {
 /// `request`, answered within `limit`.
 pub async fn within<T>(
     limit: Duration,
-    request: impl Future<Output = Result<T, etcd_client::Error>>,
+    request: impl Future<Output = Result<T, etcd_api::Error>>,
 ) -> Result<T, EtcdFailure> {
     match tokio::time::timeout(limit, request).await {
         Ok(answer) => Ok(answer?),

@@ -26,15 +26,15 @@
 use std::time::Duration;
 
 use actix::prelude::*;
-use etcd_client::{
-    Client, Compare, CompareOp, GetOptions, GetResponse, KeyValue, LeaseKeepAliveStream,
-    LeaseKeeper, PutOptions, Txn, TxnOp, WatchOptions, WatchResponse, WatchStream,
-};
 use tokio::time::Instant;
 use tracing::{debug, info, warn};
 
 use super::broker_set::BrokerSet;
 use super::store::{Commit, LeaderInfo, Revision, StoreError, StoreEvent};
+use crate::etcd_api::{
+    Client, Compare, CompareOp, GetOptions, GetResponse, KeyValue, LeaseKeepAliveStream,
+    LeaseKeeper, PutOptions, Txn, TxnOp, WatchOptions, WatchResponse, WatchStream,
+};
 use crate::etcd_call::{connect, within, FIRST_BACKOFF, MAX_BACKOFF};
 
 mod settings;
@@ -568,7 +568,7 @@ async fn open_session(
         }
     }
     let asked = Instant::now();
-    let granted = within(limit, leases.grant(settings.ttl_seconds(), None))
+    let granted = within(limit, leases.grant(settings.ttl_seconds()))
         .await
         .map_err(|e| format!("cannot take a lease: {e}"))?;
     if granted.ttl() <= 0 || !granted.error().is_empty() {

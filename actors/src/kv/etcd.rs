@@ -32,16 +32,16 @@
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
-use etcd_client::{
-    Client, Compare, CompareOp, GetOptions, Txn, TxnOp, WatchOptions, WatchRequestSender,
-    WatchResponse, WatchResponseStream,
-};
 use rmq_protocol::body::ORDER_TOPIC_CONFIG_NAMESPACE;
 use tokio::sync::oneshot;
 use tracing::{debug, info, warn};
 
 use super::{Backend, Change, KvStore};
 use crate::contain::contain_unit;
+use crate::etcd_api::{
+    Client, Compare, CompareOp, GetOptions, Txn, TxnOp, WatchOptions, WatchRequestSender,
+    WatchResponse, WatchResponseStream,
+};
 use crate::etcd_call::{connect, within, EtcdFailure, FIRST_BACKOFF, MAX_BACKOFF};
 use crate::logging::Clipped;
 use crate::messages::KvReplyError;
@@ -455,7 +455,7 @@ impl KvStore {
         let target = sync.keys.value(&namespace, &key);
         let write = match &change {
             Change::Put(Some(value)) => TxnOp::put(target.clone(), value.clone(), None),
-            Change::Put(None) | Change::Delete => TxnOp::delete(target.clone(), None),
+            Change::Put(None) | Change::Delete => TxnOp::delete(target.clone()),
         };
         let txn = match &change {
             // A put creates the namespace's marker too, if it is missing.

@@ -180,15 +180,16 @@ fn broker_set(name: &str, next_id: i64) -> BrokerSet {
     }
 }
 
-async fn client(etcd: &server::Etcd) -> etcd_client::Client {
-    etcd_client::Client::connect([etcd.endpoint()], None)
+async fn client(etcd: &server::Etcd) -> Client {
+    Client::connect([etcd.endpoint()], None)
         .await
         .expect("test client connects")
 }
 
 /// The leader key as etcd holds it: (value, lease, create revision).
-async fn leader_key(client: &mut etcd_client::Client) -> Option<(LeaderInfo, i64, Revision)> {
+async fn leader_key(client: &Client) -> Option<(LeaderInfo, i64, Revision)> {
     let answer = client
+        .kv_client()
         .get(format!("{DEFAULT_PREFIX}/leader"), None)
         .await
         .expect("read the leader key");
@@ -204,10 +205,11 @@ async fn leader_key(client: &mut etcd_client::Client) -> Option<(LeaderInfo, i64
 #[actix::test]
 async fn loads_the_records_already_there() {
     let etcd = server::start();
-    let mut client = client(&etcd).await;
+    let client = client(&etcd).await;
     let mut revisions = Vec::new();
     for name in ["a", "b"] {
         let put = client
+            .kv_client()
             .put(
                 format!("{DEFAULT_PREFIX}/sets/{name}"),
                 serde_json::to_vec(&broker_set(name, 2)).unwrap(),
@@ -219,10 +221,12 @@ async fn loads_the_records_already_there() {
     }
     // Not records: ignored, the rest is still loaded.
     client
+        .kv_client()
         .put(format!("{DEFAULT_PREFIX}/sets/junk"), "not JSON", None)
         .await
         .unwrap();
     client
+        .kv_client()
         .put(
             format!("{DEFAULT_PREFIX}/sets/c"),
             serde_json::to_vec(&broker_set("not-c", 2)).unwrap(),
@@ -232,6 +236,7 @@ async fn loads_the_records_already_there() {
         .unwrap();
     // Outside the prefix (a sibling prefix): not read.
     client
+        .kv_client()
         .put(
             format!("{DEFAULT_PREFIX}2/sets/d"),
             serde_json::to_vec(&broker_set("d", 2)).unwrap(),
@@ -250,7 +255,7 @@ async fn loads_the_records_already_there() {
     );
     let won = n0.wins().await;
     assert!(won > revisions[1], "won at {won}, after the records");
-    let (holder, lease, created) = leader_key(&mut client).await.expect("leader key");
+    let (holder, lease, created) = leader_key(&client).await.expect("leader key");
     assert_eq!(holder, n0.me);
     assert_ne!(lease, 0, "the leader key is attached to a lease");
     assert_eq!(created, won);
@@ -285,11 +290,12 @@ async fn commits_create_update_and_remove_at_the_revisions_watched() {
     assert_eq!(gone, Err(StoreError::Conflict { current: 0 }));
 
     // Nothing of the refused commits reached etcd.
-    let mut client = client(&etcd).await;
+    let client = client(&etcd).await;
     let left = client
+        .kv_client()
         .get(
             format!("{DEFAULT_PREFIX}/sets/"),
-            Some(etcd_client::GetOptions::new().with_prefix()),
+            Some(GetOptions::new().with_prefix()),
         )
         .await
         .unwrap();
@@ -334,10 +340,10 @@ async fn two_nodes_elect_exactly_one_and_the_follower_cannot_commit() {
 #[actix::test]
 async fn the_transaction_refuses_a_leader_key_not_ours() {
     let etcd = server::start();
-    let mut client = client(&etcd).await;
+    let client = client(&etcd).await;
     let mut n0 = node(settings(&etcd), "n0");
     let won = n0.wins().await;
-    let (_, lease, _) = leader_key(&mut client).await.expect("leader key");
+    let (_, lease, _) = leader_key(&client).await.expect("leader key");
     let keys = Keys::new(DEFAULT_PREFIX);
     let attempt = |created, lease| {
         commit(
@@ -370,19 +376,19 @@ async fn the_transaction_refuses_a_leader_key_not_ours() {
 #[actix::test]
 async fn a_revoked_lease_hands_the_leadership_over() {
     let etcd = server::start();
-    let mut client = client(&etcd).await;
+    let client = client(&etcd).await;
     let mut n0 = node(settings(&etcd), "n0");
     n0.wins().await;
     let mut n1 = node(settings(&etcd), "n1");
     assert_eq!(n1.leadership().await, (Some(n0.me.clone()), false, 0));
     let r1 = n0.commit("a", 0, Some(broker_set("a", 2))).await.unwrap();
 
-    let (_, lease, _) = leader_key(&mut client).await.expect("leader key");
-    client.lease_revoke(lease).await.unwrap();
+    let (_, lease, _) = leader_key(&client).await.expect("leader key");
+    client.lease_client().revoke(lease).await.unwrap();
     n0.steps_down().await;
     let won = n1.wins().await;
     assert!(won > r1, "n1 won at {won}, after n0's commit at {r1}");
-    let (holder, _, created) = leader_key(&mut client).await.expect("leader key");
+    let (holder, _, created) = leader_key(&client).await.expect("leader key");
     assert_eq!((holder, created), (n1.me.clone(), won));
 
     // The old leader's writes cannot commit; the new leader's can, from the record n0 wrote.

@@ -2,9 +2,8 @@
 
 use std::time::Duration;
 
-use etcd_client::{Compare, CompareOp, KeyValue, KvClient, Txn, TxnOp};
-
 use super::super::store::{Commit, Revision, StoreError};
+use crate::etcd_api::{Compare, CompareOp, KeyValue, KvClient, Txn, TxnOp};
 use crate::etcd_call::within;
 
 /// The leader key as this node created it: a commit requires it unchanged.
@@ -46,7 +45,7 @@ pub(super) async fn commit(
                 .map_err(|e| unavailable(format!("cannot encode the record: {e}")))?;
             TxnOp::put(key.clone(), value, None)
         }
-        None => TxnOp::delete(key.clone(), None),
+        None => TxnOp::delete(key.clone()),
     };
     let txn = Txn::new()
         .when([set_guard, created_guard, lease_guard])
