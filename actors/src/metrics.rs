@@ -189,4 +189,56 @@ mod tests {
         );
         assert_eq!(snap.route_cache_hits, 2);
     }
+
+    #[test]
+    fn every_sample_has_a_value_per_label_of_its_family() {
+        let mut m = WorkerMetrics::default();
+        m.request(105, Some(0), Duration::from_micros(40));
+        m.answered_at_once(105, Some(0), Instant::now());
+        m.settle();
+        m.connection_opened();
+        m.connection_closed();
+        m.frame_error(&FrameError::BadLength(-5));
+        m.access_refused("read", "no_signature");
+        m.route_cache_hit();
+        m.route_cache_miss();
+        let mut snap = m.snapshot();
+        snap.route_cache_bytes = 100;
+        snap.pending_requests = 1;
+        let families = snap.families();
+        let mut names: Vec<_> = families.iter().map(|(family, _)| family.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), families.len(), "a family declared twice");
+        for (family, samples) in &families {
+            assert!(!samples.is_empty(), "{} shows nothing", family.name);
+            for sample in samples {
+                assert_eq!(sample.labels.len(), family.labels.len(), "{}", family.name);
+                let histogram = matches!(sample.value, Value::Histogram { .. });
+                assert_eq!(histogram, family.kind == Kind::Histogram, "{}", family.name);
+            }
+            if let Every::Listed(sets) = family.every {
+                assert!(sets.iter().all(|set| set.len() == family.labels.len()));
+            }
+        }
+    }
+
+    #[test]
+    fn every_frame_error_kind_is_listed() {
+        let errors = [
+            FrameError::TooLarge { len: 2, max: 1 },
+            FrameError::HeaderTooLarge { len: 1 },
+            FrameError::BadLength(-1),
+            FrameError::HeaderTooLong {
+                header: 2,
+                available: 1,
+            },
+            FrameError::SerializeType(9),
+            FrameError::Io(std::io::Error::other("closed")),
+        ];
+        for err in &errors {
+            let kind = frame_error_kind(err);
+            assert!(FRAME_ERROR_KINDS.iter().any(|set| *set == [kind]), "{kind}");
+        }
+    }
 }

@@ -92,3 +92,46 @@ fn with_zeros(every: Every, mut counted: Vec<Sample>) -> Vec<Sample> {
     shown.append(&mut counted);
     shown
 }
+
+#[cfg(test)]
+mod tests {
+    use prometheus_client::registry::Registry;
+    use rmq_actors::metrics::WorkerSnapshot;
+
+    use super::*;
+
+    fn exposition(scrape: Scrape) -> String {
+        let mut registry = Registry::with_prefix("rmq_namesrv");
+        registry.register_collector(Box::new(Collected(scrape)));
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &registry).expect("encodes");
+        text
+    }
+
+    #[test]
+    fn every_family_is_written_once_with_its_zeros() {
+        let mut scrape = Scrape::default();
+        scrape.workers.access_refusals.add(["read", "no_signature"]);
+        scrape.workers.access_refusals.add(["read", "no_signature"]);
+        let text = exposition(scrape);
+        let types: Vec<_> = text.lines().filter(|l| l.starts_with("# TYPE")).collect();
+        let mut unique = types.clone();
+        unique.sort_unstable();
+        unique.dedup();
+        assert_eq!(unique.len(), types.len(), "a family written twice");
+        let worker_families = WorkerSnapshot::default().families().len();
+        assert_eq!(types.len(), 1 + worker_families + OWNED.len());
+
+        let access: Vec<_> = text
+            .lines()
+            .filter(|l| l.starts_with("rmq_namesrv_access_refusals_total{"))
+            .collect();
+        assert_eq!(access.len(), AccessClass::ALL.len() * Refusal::ALL.len());
+        // In the order of the classes, then the reasons: read is the second class.
+        assert_eq!(
+            access.get(Refusal::ALL.len() + 1).copied(),
+            Some("rmq_namesrv_access_refusals_total{class=\"read\",reason=\"no_signature\"} 2")
+        );
+        assert_eq!(text.matches("rmq_namesrv_frame_errors_total{").count(), 5);
+    }
+}
