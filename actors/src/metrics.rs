@@ -3,9 +3,17 @@
 //! connections of that thread count into it with no lock, no atomic and no shared map, and a
 //! scrape asks every thread's [`RouteCacheKeeper`](crate::route_cache::RouteCacheKeeper) for a
 //! copy ([`CollectWorkerMetrics`]) and merges the copies ([`WorkerSnapshot::merge`]).
+//!
+//! Every metric the threads count is declared once, in the table below: its field, how it is
+//! counted, and the families it is shown as. The daemon shows [`WorkerSnapshot::families`] as
+//! they are.
+
+mod declare;
+mod exposition;
+mod requests;
 
 use std::cell::RefCell;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
@@ -13,214 +21,104 @@ use actix::Message;
 use rmq_protocol::codec::FrameError;
 
 use crate::route_cache::CacheId;
+use declare::declare_worker_metrics;
+pub use exposition::{Count, Counted, Every, Family, Figure, Kind, Labelled, Sample, Value};
+pub use requests::{code_names, CodeStats, RequestFigures, Requests, LATENCY_BOUNDS, OTHER_CODE};
 
-/// Upper bounds of the request-latency histogram buckets, in seconds (the last bucket, +Inf, is
-/// implied).
-pub const LATENCY_BOUNDS: [f64; 14] = [
-    0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
-    1.0,
+declare_worker_metrics! {
+    counted {
+        /// By request code ([`OTHER_CODE`] for codes outside `0..512`).
+        requests: Requests => RequestFigures,
+            shown [
+                Counter "requests" "Requests answered, by request and response code."
+                    ["code", "request", "response_code"],
+                Histogram "request_duration_seconds"
+                    "From a request's frame read to its answer queued." ["code", "request"]
+            ],
+            counted by {
+                /// A request answered while its frame was being handled (a cached route, an
+                /// error): timed by the next [`WorkerMetrics::settle`], with one clock read for
+                /// all of them.
+                fn answered_at_once(code: i32, response: Option<i32>, read_at: Instant)
+                    => answered_at_once(code, response, read_at);
+                /// Times the requests answered at once since the last call.
+                fn settle() => settle();
+                /// One request answered (`response`: its code; `None` for a oneway request).
+                fn request(code: i32, response: Option<i32>, elapsed: Duration)
+                    => request(code, response, elapsed);
+            }
+
+        connections_opened: Count => u64,
+            shown [Counter "connections_accepted" "Connections accepted." []],
+            counted by { fn connection_opened() => add(); }
+
+        /// Bad frames that closed their connection, by [`frame_error_kind`].
+        frame_errors: Labelled<1> => Labelled<1>,
+            shown [
+                Counter "frame_errors" "Bad frames that closed their connection, by kind."
+                    ["kind"] every Every::Listed(FRAME_ERROR_KINDS)
+            ],
+            counted by {
+                /// A bad frame closed a connection.
+                fn frame_error(err: &FrameError) => add([frame_error_kind(err)]);
+            }
+
+        /// Requests refused by access control, by class and reason.
+        access_refusals: Labelled<2> => Labelled<2>,
+            shown [
+                Counter "access_refusals"
+                    "Requests refused by access control (docs/access.md), by class and reason."
+                    ["class", "reason"] every Every::AccessClassAndRefusal
+            ],
+            counted by {
+                /// Access control refused a request of `class` for `reason`.
+                fn access_refused(class: &'static str, reason: &'static str)
+                    => add([class, reason]);
+            }
+
+        route_cache_hits: Count => u64,
+            shown [
+                Counter "route_cache_hits"
+                    "Route queries answered from a connection thread's cache." []
+            ],
+            counted by { fn route_cache_hit() => add(); }
+
+        route_cache_misses: Count => u64,
+            shown [Counter "route_cache_misses" "Route queries asked of the registry." []],
+            counted by { fn route_cache_miss() => add(); }
+
+        /// Not shown (`connections_open` is housekeeping's count).
+        connections_closed: Count => u64,
+            shown [],
+            counted by { fn connection_closed() => add(); }
+    }
+    sampled {
+        /// Bytes of encoded routes the thread's cache holds.
+        route_cache_bytes: usize,
+            shown [
+                Gauge "route_cache_bytes"
+                    "Bytes of encoded routes held by the connection threads' caches." []
+            ]
+
+        /// Requests of the thread's connections waiting for an actor.
+        pending_requests: usize,
+            shown [
+                Gauge "pending_requests"
+                    "Requests waiting for an actor (the registry's and KV store's mailboxes)." []
+            ]
+    }
+}
+
+/// The `kind` labels of frame errors ([`frame_error_kind`]), in the order shown.
+const FRAME_ERROR_KINDS: &[&[&str]] = &[
+    &["too_large"],
+    &["length"],
+    &["serialize_type"],
+    &["header"],
+    &["other"],
 ];
 
-/// [`LATENCY_BOUNDS`] in nanoseconds (what the request path compares).
-const LATENCY_BOUNDS_NANOS: [u64; 14] = [
-    50_000,
-    100_000,
-    250_000,
-    500_000,
-    1_000_000,
-    2_500_000,
-    5_000_000,
-    10_000_000,
-    25_000_000,
-    50_000_000,
-    100_000_000,
-    250_000_000,
-    500_000_000,
-    1_000_000_000,
-];
-
-/// Request codes counted one by one; any other code is counted under [`OTHER_CODE`].
-const TRACKED_CODES: usize = 512;
-
-/// The code label of requests whose code is outside `0..512`.
-pub const OTHER_CODE: i32 = -1;
-
-/// One request code's figures.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct CodeStats {
-    /// Answers by response code; `None`: a oneway request (no answer).
-    pub responses: Vec<(Option<i32>, u64)>,
-    /// Requests per latency bucket ([`LATENCY_BOUNDS`], then +Inf); not cumulative.
-    pub buckets: [u64; LATENCY_BOUNDS.len() + 1],
-    pub sum_nanos: u64,
-    pub count: u64,
-}
-
-impl CodeStats {
-    /// `n` requests answered `response` after `elapsed`.
-    fn record(&mut self, response: Option<i32>, elapsed: Duration, n: u64) {
-        match self
-            .responses
-            .iter_mut()
-            .find(|(code, _)| *code == response)
-        {
-            Some((_, count)) => *count += n,
-            None => self.responses.push((response, n)),
-        }
-        let nanos = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
-        let bucket = LATENCY_BOUNDS_NANOS
-            .iter()
-            .position(|bound| nanos <= *bound)
-            .unwrap_or(LATENCY_BOUNDS_NANOS.len());
-        if let Some(slot) = self.buckets.get_mut(bucket) {
-            *slot += n;
-        }
-        self.sum_nanos = self.sum_nanos.saturating_add(nanos.saturating_mul(n));
-        self.count += n;
-    }
-
-    /// The sum of the latencies, in seconds.
-    pub fn sum_seconds(&self) -> f64 {
-        self.sum_nanos as f64 / 1e9
-    }
-
-    fn merge(&mut self, other: &CodeStats) {
-        for (response, n) in &other.responses {
-            match self.responses.iter_mut().find(|(code, _)| code == response) {
-                Some((_, mine)) => *mine += n,
-                None => self.responses.push((*response, *n)),
-            }
-        }
-        for (mine, theirs) in self.buckets.iter_mut().zip(other.buckets.iter()) {
-            *mine += theirs;
-        }
-        self.sum_nanos = self.sum_nanos.saturating_add(other.sum_nanos);
-        self.count += other.count;
-    }
-}
-
-/// What the connections of one thread counted, for one NameServer.
-#[derive(Debug, Default)]
-pub struct WorkerMetrics {
-    /// Indexed by request code (`0..512`), then one slot for every other code.
-    codes: Vec<Option<Box<CodeStats>>>,
-    route_cache_hits: u64,
-    route_cache_misses: u64,
-    frame_errors: BTreeMap<&'static str, u64>,
-    connections_opened: u64,
-    connections_closed: u64,
-    /// Requests refused by access control, by class and reason.
-    access_refusals: BTreeMap<(&'static str, &'static str), u64>,
-    /// Requests answered at once and not yet timed: code, response code, when read, how many
-    /// (consecutive requests alike share an entry: a pipelined batch of route queries is one).
-    at_once: Vec<(i32, Option<i32>, Instant, u64)>,
-}
-
-/// Requests answered at once that wait for [`WorkerMetrics::settle`] at most; beyond, they are
-/// timed at once.
-const AT_ONCE_BATCH: usize = 1024;
-
-impl WorkerMetrics {
-    /// A request answered while its frame was being handled (a cached route, an error): timed
-    /// by the next [`WorkerMetrics::settle`], with one clock read for all of them.
-    pub fn answered_at_once(&mut self, code: i32, response: Option<i32>, read_at: Instant) {
-        if let Some(last) = self.at_once.last_mut() {
-            if last.0 == code && last.1 == response && last.2 == read_at {
-                last.3 += 1;
-                return;
-            }
-        }
-        self.at_once.push((code, response, read_at, 1));
-        if self.at_once.len() >= AT_ONCE_BATCH {
-            self.settle();
-        }
-    }
-
-    /// Times the requests answered at once since the last call.
-    pub fn settle(&mut self) {
-        if self.at_once.is_empty() {
-            return;
-        }
-        let now = Instant::now();
-        // The buffer is kept (it is the thread's, not a connection's).
-        let mut pending = std::mem::take(&mut self.at_once);
-        for (code, response, read_at, n) in pending.drain(..) {
-            self.record(code, response, now.saturating_duration_since(read_at), n);
-        }
-        self.at_once = pending;
-    }
-
-    /// One request answered (`response`: its code; `None` for a oneway request).
-    pub fn request(&mut self, code: i32, response: Option<i32>, elapsed: Duration) {
-        self.record(code, response, elapsed, 1);
-    }
-
-    fn record(&mut self, code: i32, response: Option<i32>, elapsed: Duration, n: u64) {
-        if self.codes.is_empty() {
-            self.codes.resize_with(TRACKED_CODES + 1, || None);
-        }
-        let index = usize::try_from(code)
-            .ok()
-            .filter(|i| *i < TRACKED_CODES)
-            .unwrap_or(TRACKED_CODES);
-        if let Some(slot) = self.codes.get_mut(index) {
-            slot.get_or_insert_with(Box::default)
-                .record(response, elapsed, n);
-        }
-    }
-
-    pub fn route_cache_hit(&mut self) {
-        self.route_cache_hits += 1;
-    }
-
-    pub fn route_cache_miss(&mut self) {
-        self.route_cache_misses += 1;
-    }
-
-    /// A bad frame closed a connection.
-    pub fn frame_error(&mut self, err: &FrameError) {
-        *self.frame_errors.entry(frame_error_kind(err)).or_insert(0) += 1;
-    }
-
-    /// Access control refused a request of `class` for `reason`.
-    pub fn access_refused(&mut self, class: &'static str, reason: &'static str) {
-        *self.access_refusals.entry((class, reason)).or_insert(0) += 1;
-    }
-
-    pub fn connection_opened(&mut self) {
-        self.connections_opened += 1;
-    }
-
-    pub fn connection_closed(&mut self) {
-        self.connections_closed += 1;
-    }
-
-    /// A copy, to send to the scraper.
-    pub fn snapshot(&self) -> WorkerSnapshot {
-        let mut requests = BTreeMap::new();
-        for (index, stats) in self.codes.iter().enumerate() {
-            if let Some(stats) = stats {
-                let code = i32::try_from(index)
-                    .ok()
-                    .filter(|_| index < TRACKED_CODES)
-                    .unwrap_or(OTHER_CODE);
-                requests.insert(code, (**stats).clone());
-            }
-        }
-        WorkerSnapshot {
-            requests,
-            route_cache_hits: self.route_cache_hits,
-            route_cache_misses: self.route_cache_misses,
-            frame_errors: self.frame_errors.clone(),
-            connections_opened: self.connections_opened,
-            connections_closed: self.connections_closed,
-            access_refusals: self.access_refusals.clone(),
-            ..WorkerSnapshot::default()
-        }
-    }
-}
-
-/// The `kind` label of a frame error.
+/// The `kind` label of a frame error (one of [`FRAME_ERROR_KINDS`]).
 pub fn frame_error_kind(err: &FrameError) -> &'static str {
     match err {
         FrameError::TooLarge { .. } | FrameError::HeaderTooLarge { .. } => "too_large",
@@ -228,45 +126,6 @@ pub fn frame_error_kind(err: &FrameError) -> &'static str {
         FrameError::SerializeType(_) => "serialize_type",
         FrameError::Header(_) => "header",
         FrameError::Encode(_) | FrameError::Io(_) => "other",
-    }
-}
-
-/// The figures of one or more worker threads.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct WorkerSnapshot {
-    /// By request code ([`OTHER_CODE`] for codes outside `0..512`).
-    pub requests: BTreeMap<i32, CodeStats>,
-    pub route_cache_hits: u64,
-    pub route_cache_misses: u64,
-    pub frame_errors: BTreeMap<&'static str, u64>,
-    pub connections_opened: u64,
-    pub connections_closed: u64,
-    /// Requests refused by access control, by class and reason.
-    pub access_refusals: BTreeMap<(&'static str, &'static str), u64>,
-    /// Bytes of encoded routes the thread's cache holds.
-    pub route_cache_bytes: usize,
-    /// Requests of the thread's connections waiting for an actor.
-    pub pending_requests: usize,
-}
-
-impl WorkerSnapshot {
-    /// Adds another thread's figures.
-    pub fn merge(&mut self, other: &WorkerSnapshot) {
-        for (code, stats) in &other.requests {
-            self.requests.entry(*code).or_default().merge(stats);
-        }
-        self.route_cache_hits += other.route_cache_hits;
-        self.route_cache_misses += other.route_cache_misses;
-        for (kind, n) in &other.frame_errors {
-            *self.frame_errors.entry(kind).or_insert(0) += n;
-        }
-        self.connections_opened += other.connections_opened;
-        self.connections_closed += other.connections_closed;
-        for (key, n) in &other.access_refusals {
-            *self.access_refusals.entry(*key).or_insert(0) += n;
-        }
-        self.route_cache_bytes += other.route_cache_bytes;
-        self.pending_requests += other.pending_requests;
     }
 }
 
@@ -295,6 +154,7 @@ pub fn of_this_thread(id: CacheId) -> SharedMetrics {
 
 #[cfg(test)]
 mod tests {
+    use super::requests::LATENCY_BOUNDS_NANOS;
     use super::*;
 
     #[test]
@@ -328,5 +188,57 @@ mod tests {
             vec![(Some(0), 4), (Some(17), 2)]
         );
         assert_eq!(snap.route_cache_hits, 2);
+    }
+
+    #[test]
+    fn every_sample_has_a_value_per_label_of_its_family() {
+        let mut m = WorkerMetrics::default();
+        m.request(105, Some(0), Duration::from_micros(40));
+        m.answered_at_once(105, Some(0), Instant::now());
+        m.settle();
+        m.connection_opened();
+        m.connection_closed();
+        m.frame_error(&FrameError::BadLength(-5));
+        m.access_refused("read", "no_signature");
+        m.route_cache_hit();
+        m.route_cache_miss();
+        let mut snap = m.snapshot();
+        snap.route_cache_bytes = 100;
+        snap.pending_requests = 1;
+        let families = snap.families();
+        let mut names: Vec<_> = families.iter().map(|(family, _)| family.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), families.len(), "a family declared twice");
+        for (family, samples) in &families {
+            assert!(!samples.is_empty(), "{} shows nothing", family.name);
+            for sample in samples {
+                assert_eq!(sample.labels.len(), family.labels.len(), "{}", family.name);
+                let histogram = matches!(sample.value, Value::Histogram { .. });
+                assert_eq!(histogram, family.kind == Kind::Histogram, "{}", family.name);
+            }
+            if let Every::Listed(sets) = family.every {
+                assert!(sets.iter().all(|set| set.len() == family.labels.len()));
+            }
+        }
+    }
+
+    #[test]
+    fn every_frame_error_kind_is_listed() {
+        let errors = [
+            FrameError::TooLarge { len: 2, max: 1 },
+            FrameError::HeaderTooLarge { len: 1 },
+            FrameError::BadLength(-1),
+            FrameError::HeaderTooLong {
+                header: 2,
+                available: 1,
+            },
+            FrameError::SerializeType(9),
+            FrameError::Io(std::io::Error::other("closed")),
+        ];
+        for err in &errors {
+            let kind = frame_error_kind(err);
+            assert!(FRAME_ERROR_KINDS.iter().any(|set| *set == [kind]), "{kind}");
+        }
     }
 }
