@@ -19,7 +19,7 @@ use rmq_actors::metrics::{code_names, WorkerSnapshot};
 
 use super::Observed;
 use encode::Collected;
-pub(crate) use figures::collect;
+pub(crate) use figures::{collect, Scrape};
 
 pub(crate) async fn scrape(observed: web::Data<Observed>) -> HttpResponse {
     let scrape = collect(&observed, false).await;
