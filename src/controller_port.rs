@@ -4,16 +4,15 @@
 //! front door (TLS, PROXY, access classes, limits) and connection threads.
 
 use std::net::SocketAddr;
-use std::sync::Arc;
 
 use actix::prelude::*;
 use rmq_actors::controller::etcd::{EtcdSettings, EtcdStore};
 use rmq_actors::controller::file_store::{FileStore, FileStoreError};
 use rmq_actors::controller::Controller;
 use rmq_actors::listener::{Listener, ListenerSetup};
+use rmq_actors::outbound::Notify;
 use rmq_actors::services::{Port, Services};
 use rmq_transport::front_door::FrontDoor;
-use rustls::ClientConfig;
 use tracing::info;
 
 use crate::config::{expand_home, Config};
@@ -50,8 +49,8 @@ pub struct Shared<'a> {
     pub workers: &'a [Arbiter],
     /// The NameServer port's services; the controller port's are these with the controller.
     pub services: Services,
-    /// TLS for the notifications sent to brokers.
-    pub client_tls: Option<Arc<ClientConfig>>,
+    /// Where notifications to brokers go.
+    pub notifier: Recipient<Notify>,
 }
 
 /// A controller ready to start: everything that can fail is done (its address bound, its state
@@ -128,7 +127,7 @@ impl Prepared {
             .map(FileStore::initial_events)
             .unwrap_or_default();
         let arbiter = Arbiter::new();
-        let client_tls = shared.client_tls;
+        let notifier = shared.notifier;
         let me_store = me.clone();
         let controller = Controller::start_in_arbiter(&arbiter.handle(), move |ctx| {
             let events = ctx.address().recipient();
@@ -136,7 +135,7 @@ impl Prepared {
                 Some(file) => file.reporting_to(events).start().recipient(),
                 None => EtcdStore::new(etcd, me_store, events).start().recipient(),
             };
-            Controller::new(settings, store, client_tls)
+            Controller::new(settings, store, notifier)
         });
         for event in initial {
             controller.do_send(event);

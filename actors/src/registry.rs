@@ -24,6 +24,7 @@ use crate::contain::{contain, Contained, Recover};
 /// The reply of a change: once the route caches have it.
 type Answer<M> = ResponseFuture<<M as Message>::Result>;
 use crate::messages::*;
+use crate::outbound::Notify;
 use crate::route::{ExpiredBroker, RouteTables};
 use crate::settings::RegistrySettings;
 
@@ -59,8 +60,8 @@ pub struct RouteRegistry {
     panics: u64,
     /// The large registration being applied in slices, and the changes waiting for it.
     turns: Turns,
-    /// TLS for NOTIFY_MIN_BROKER_ID_CHANGE, when brokers are reached over TLS.
-    outbound_tls: Option<Arc<rustls::ClientConfig>>,
+    /// Where NOTIFY_MIN_BROKER_ID_CHANGE goes (crate::outbound), when brokers are notified.
+    notifier: Option<Recipient<Notify>>,
 }
 
 /// Java's send timeout of NOTIFY_MIN_BROKER_ID_CHANGE.
@@ -90,13 +91,13 @@ impl RouteRegistry {
             workers,
             panics: 0,
             turns: Turns::default(),
-            outbound_tls: None,
+            notifier: None,
         }
     }
 
-    /// NOTIFY_MIN_BROKER_ID_CHANGE goes to brokers over TLS with `tls`.
-    pub fn with_outbound_tls(mut self, tls: Option<Arc<rustls::ClientConfig>>) -> Self {
-        self.outbound_tls = tls;
+    /// Sends NOTIFY_MIN_BROKER_ID_CHANGE through `notifier`.
+    pub fn with_notifier(mut self, notifier: Recipient<Notify>) -> Self {
+        self.notifier = Some(notifier);
         self
     }
 
@@ -180,13 +181,12 @@ impl RouteRegistry {
             let recipients = change.recipients();
             info!(broker = %change.name, min_broker_id = min_id, notify = ?recipients,
                 offline = ?change.offline, "min broker id changed; brokers notified");
-            for addr in recipients {
-                actix::spawn(crate::outbound::send_oneway(
-                    addr.to_string(),
-                    cmd.clone(),
-                    self.outbound_tls.clone(),
-                    MIN_ID_NOTIFY_TIMEOUT,
-                ));
+            if let Some(notifier) = &self.notifier {
+                notifier.do_send(Notify {
+                    to: recipients.iter().map(ToString::to_string).collect(),
+                    cmd,
+                    timeout: MIN_ID_NOTIFY_TIMEOUT,
+                });
             }
         }
     }

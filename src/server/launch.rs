@@ -18,6 +18,7 @@ use rmq_actors::kv::{KvSource, KvStore};
 use rmq_actors::limits::Limits;
 use rmq_actors::listener::{Listener, ListenerSetup};
 use rmq_actors::messages::InvalidateRoutes;
+use rmq_actors::outbound::Notifier;
 use rmq_actors::registry::RouteRegistry;
 use rmq_actors::route_cache::{CacheId, RouteCacheKeeper};
 use rmq_actors::services::{Port, Services};
@@ -81,7 +82,7 @@ pub(super) fn launch(ready: Ready) -> NameServerHandle {
             front_door: front_door.clone(),
             workers: &owners.workers,
             services,
-            client_tls,
+            notifier: owners.notifier.clone().recipient(),
         })
     });
     log_policies(&config);
@@ -141,6 +142,8 @@ struct Owners {
     contained: Contained,
     limits: Addr<Limits>,
     audit: Addr<AuditLog>,
+    /// Sends the registry's and the controller's notifications to brokers.
+    notifier: Addr<Notifier>,
 }
 
 /// What serves the outside: the listeners, the HTTP port, the reloader of their certificate.
@@ -169,7 +172,8 @@ fn start_owners(
     let route_cache = CacheId::next();
     let keepers = start_keepers(config, &workers, route_cache, access);
     let registry_arbiter = Arbiter::new();
-    let routes = start_registry(config, &registry_arbiter, &keepers, client_tls.clone());
+    let notifier = Notifier::new(client_tls.clone()).start();
+    let routes = start_registry(config, &registry_arbiter, &keepers, &notifier);
     let housekeeping = start_housekeeping(config, &routes);
     let state = Arbiter::new();
     let kv = start_kv(config, &state, kv_source, &routes);
@@ -193,6 +197,7 @@ fn start_owners(
         },
         state,
         workers,
+        notifier,
     }
 }
 
@@ -287,15 +292,16 @@ fn start_registry(
     config: &Config,
     arbiter: &Arbiter,
     keepers: &[Addr<RouteCacheKeeper>],
-    client_tls: Option<Arc<ClientConfig>>,
+    notifier: &Addr<Notifier>,
 ) -> Addr<RouteRegistry> {
+    let notifier = notifier.clone().recipient();
     let route_caches: Vec<Recipient<InvalidateRoutes>> =
         keepers.iter().map(|k| k.clone().recipient()).collect();
     let settings = config.registry.clone();
     let cluster_test = config.cluster_test.enabled;
     Supervisor::start_in_arbiter(&arbiter.handle(), move |_| {
         RouteRegistry::new(settings.clone(), cluster_test, route_caches.clone())
-            .with_outbound_tls(client_tls.clone())
+            .with_notifier(notifier.clone())
     })
 }
 

@@ -20,17 +20,16 @@ pub mod requests;
 pub mod store;
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 use rmq_protocol::controller::{remark, GetMetadataResponseHeader, NotifyBrokerRoleChangedHeader};
 use rmq_protocol::custom_headers::CommandHeader;
 use rmq_protocol::{RemotingCommand, ResponseCode};
-use rustls::ClientConfig;
 use tracing::{info, warn};
 
 use crate::messages::{CloseAll, CloseConnection, ConnectionClosed, ConnectionOpened, DrainAll};
+use crate::outbound::Notify;
 use crate::response::system_error;
 use crate::route::ConnId;
 use broker_set::BrokerSet;
@@ -119,8 +118,8 @@ pub struct Controller {
     leadership: Leadership,
     /// Connections of the controller port, to close a broker whose heartbeats expired.
     connections: HashMap<ConnId, Recipient<CloseConnection>>,
-    /// TLS for the outbound notifications, when brokers are reached over TLS.
-    client_tls: Option<Arc<ClientConfig>>,
+    /// Where NOTIFY_BROKER_ROLE_CHANGED goes (crate::outbound).
+    notifier: Recipient<Notify>,
     /// The server is stopping: no longer the leader, so that closing the brokers' connections
     /// does not read as every master lost (Java shuts its controller down first, too).
     stopping: bool,
@@ -130,7 +129,7 @@ impl Controller {
     pub fn new(
         settings: ControllerSettings,
         store: Recipient<Commit>,
-        client_tls: Option<Arc<ClientConfig>>,
+        notifier: Recipient<Notify>,
     ) -> Self {
         Controller {
             settings,
@@ -140,7 +139,7 @@ impl Controller {
             heartbeats: Heartbeats::default(),
             leadership: Leadership::default(),
             connections: HashMap::new(),
-            client_tls,
+            notifier,
             stopping: false,
         }
     }
@@ -357,14 +356,11 @@ impl Controller {
         }
         let header = NotifyBrokerRoleChangedHeader::from(&elected.header);
         let cmd = notify::role_changed(&header, &elected.sync_state);
-        for (_, addr) in elected.members {
-            actix::spawn(crate::outbound::send_oneway(
-                addr,
-                cmd.clone(),
-                self.client_tls.clone(),
-                notify::SEND_TIMEOUT,
-            ));
-        }
+        self.notifier.do_send(Notify {
+            to: elected.members.into_iter().map(|(_, addr)| addr).collect(),
+            cmd,
+            timeout: notify::SEND_TIMEOUT,
+        });
     }
 
     /// Brokers lost (connection closed, heartbeat expired): on the leader, a lost master
