@@ -26,10 +26,9 @@ const ACTORS: Ladder = Ladder {
             "persist",
             "contain",
             "file_watch",
-            "outbound",
             "etcd_call",
         ],
-        &["settings"],
+        &["settings", "outbound"],
         &["messages"],
         &["registry", "response", "route_cache", "limits"],
         &[

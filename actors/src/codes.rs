@@ -108,8 +108,3 @@ impl From<Result<Outcome, RemotingCommand>> for Outcome {
         answer.unwrap_or_else(Outcome::Now)
     }
 }
-
-/// The row of `code` among `rows`.
-pub fn find(rows: &'static [Row], code: RequestCode) -> Option<&'static Row> {
-    rows.iter().find(|row| row.code == code)
-}

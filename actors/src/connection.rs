@@ -131,7 +131,13 @@ impl Connection {
                 id,
                 peer,
                 security,
-                route_cache: WorkerCache::of_this_thread(share.services.route_cache),
+                // Cluster-test mode looks routes up elsewhere too: nothing is cached.
+                route_cache: share
+                    .services
+                    .product_env
+                    .is_none()
+                    .then(|| WorkerCache::of_this_thread(share.services.route_cache))
+                    .flatten(),
                 codec: RemotingCodec::new(share.settings.max_frame_bytes),
                 share,
                 read,
@@ -218,19 +224,13 @@ impl Connection {
         if let Err(refused) = self.authorize(row, cmd, reply_to) {
             return Outcome::Now(refused);
         }
-        let share = Rc::clone(&self.share);
-        let asking = Asking {
-            services: &share.services,
-            conn: self.id,
-            route_cache: self.route_cache.as_ref(),
-        };
         if row.code == RequestCode::GET_ROUTEINFO_BY_TOPIC {
-            if let Some(cached) = dispatch::cached_route(cmd, &asking) {
-                self.share.count(|m| match cached {
+            if let Some(asked) = self.route_cache.as_ref().and_then(|c| c.answer(cmd)) {
+                self.share.count(|m| match asked {
                     Some(_) => m.route_cache_hit(),
                     None => m.route_cache_miss(),
                 });
-                if let Some(body) = cached {
+                if let Some(body) = asked {
                     return Outcome::Now(RemotingCommand::success().with_body(body));
                 }
             }
@@ -240,6 +240,7 @@ impl Connection {
                 return Outcome::Now(busy);
             }
         }
+        let share = Rc::clone(&self.share);
         let asking = Asking {
             services: &share.services,
             conn: self.id,

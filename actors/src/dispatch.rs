@@ -8,7 +8,8 @@
 use std::future::Future;
 
 use actix::prelude::*;
-use rmq_protocol::body::{DataVersion, TopicRouteData};
+use bytes::Bytes;
+use rmq_protocol::body::{to_json, DataVersion, TopicRouteData};
 use rmq_protocol::custom_headers::{
     BrokerHeartbeatHeader, BrokerIdentityHeader, BrokerNameHeader, DeleteKvConfigHeader,
     DeleteTopicHeader, GetBrokerMemberGroupHeader, GetKvConfigHeader, GetKvListByNamespaceHeader,
@@ -25,7 +26,7 @@ use crate::kv::KvStore;
 use crate::messages::*;
 use crate::registry::RouteRegistry;
 use crate::response::{read_header, small_body, system_error, IntoResponse};
-use crate::route::{BrokerInstance, ConnId, Unregistration};
+use crate::route::{filter_by_zone, BrokerInstance, ConnId, Unregistration};
 
 pub use crate::services::Port;
 pub use crate::services::Services;
@@ -36,7 +37,7 @@ pub fn lookup(port: Port, code: RequestCode) -> Option<&'static Row> {
         Port::NameServer => NAMESRV,
         Port::Controller => CONTROLLER,
     };
-    let found = crate::codes::find(rows, code);
+    let found = rows.iter().find(|row| row.code == code);
     #[cfg(debug_assertions)]
     let found = found.or_else(|| (code == FAULT_INJECTION).then_some(&FAULT_ROW));
     found
@@ -305,45 +306,37 @@ fn inject_fault(cmd: &RemotingCommand, to: &Asking<'_>) -> Outcome {
 }
 
 /// GET_ROUTEINFO_BY_TOPIC, when this thread's route cache cannot answer it (see
-/// [`cached_route`]): asks the registry, whose answer then fills the cache. In cluster-test
-/// mode a route miss is then looked up on the product environment.
+/// `WorkerCache::answer`): asks the registry for the route, encodes it here and keeps it in the
+/// cache. In cluster-test mode a route miss is then looked up on the product environment.
 fn route_info(cmd: &RemotingCommand, to: &Asking<'_>) -> Outcome {
     let query = RouteQuery::of(cmd);
+    let topic = query.topic.map(str::to_owned);
     let message = GetRouteInfo {
-        topic: query.topic.map(str::to_owned),
-        style: query.style,
-        zone: query.zone.map(str::to_owned),
+        topic: topic.clone(),
     };
     if let Some(env) = &to.services.product_env {
         return Outcome::later(route_with_fallback(&to.services.routes, env, message));
     }
-    let fill = match (query.topic, query.zone, to.route_cache) {
-        (Some(topic), None, Some(cache)) => Some((cache.clone(), topic.to_owned())),
-        _ => None,
-    };
-    let style = query.style;
+    let (style, zone) = (query.style, query.zone.map(str::to_owned));
+    let cache = to.route_cache.cloned();
     let reply = to.services.routes.send(message);
     Outcome::later(async move {
-        let reply = reply.await?;
-        if let (Ok(route), Some((cache, topic))) = (&reply, fill) {
-            cache.fill(&topic, style, route.body.clone(), route.generation);
-        }
-        Ok(reply)
+        Ok(reply.await?.map(|reply| match (zone, topic, cache) {
+            // Java's ZoneRouteRPCHook re-encodes a zone-filtered route in legacy JSON,
+            // whatever the request asked.
+            (Some(zone), ..) => {
+                let mut route = reply.route;
+                filter_by_zone(&mut route, &zone);
+                Body(to_json(&route, JsonStyle::Legacy).into())
+            }
+            (None, Some(topic), Some(cache)) => {
+                let body = Bytes::from(to_json(&reply.route, style));
+                cache.fill(&topic, style, body.clone(), reply.generation);
+                Body(body)
+            }
+            (None, ..) => Body(to_json(&reply.route, style).into()),
+        }))
     })
-}
-
-/// GET_ROUTEINFO_BY_TOPIC from this thread's route cache, when it has the route (read from the
-/// header without copying anything); zone-filtered queries and cluster-test mode always ask the
-/// registry. `Some(hit)`: the cache was asked.
-pub fn cached_route(cmd: &RemotingCommand, to: &Asking<'_>) -> Option<Option<bytes::Bytes>> {
-    if to.services.product_env.is_some() {
-        return None;
-    }
-    let query = RouteQuery::of(cmd);
-    match (query.topic, query.zone, to.route_cache) {
-        (Some(topic), None, Some(cache)) => Some(cache.lookup(topic, query.style)),
-        _ => None,
-    }
 }
 
 /// Reads a JSON body of type `T` (named `what` in the error), `None` without a body.
@@ -523,32 +516,30 @@ impl FromFrame for GetTopicList {
     }
 }
 
-/// Cluster-test mode: a local route miss is looked up on the product environment's NameServer
-/// and answered in legacy JSON, as Java 4.x's `ClusterTestRequestProcessor` does.
+/// Cluster-test mode: a local route miss is looked up on the product environment's NameServer;
+/// both are answered in legacy JSON, as Java 4.x's `ClusterTestRequestProcessor` does.
 fn route_with_fallback(
     routes: &Addr<RouteRegistry>,
     product_env: &Recipient<LookupProductEnvRoute>,
     query: GetRouteInfo,
-) -> impl Future<Output = Result<Result<RouteBody, RouteError>, MailboxError>> + 'static {
+) -> impl Future<Output = Result<Result<Body, RouteError>, MailboxError>> + 'static {
     let local = routes.send(query);
     let product_env = product_env.clone();
     async move {
-        let local = local.await?;
-        let Err(RouteError::TopicNotExist(topic)) = local else {
-            return Ok(local);
+        let route = match local.await? {
+            Ok(reply) => reply.route,
+            Err(RouteError::TopicNotExist(topic)) => {
+                let asked = LookupProductEnvRoute {
+                    topic: topic.clone(),
+                };
+                match product_env.send(asked).await? {
+                    Some(route) => route,
+                    None => return Ok(Err(RouteError::TopicNotExist(topic))),
+                }
+            }
+            Err(err) => return Ok(Err(err)),
         };
-        let remote = product_env
-            .send(LookupProductEnvRoute {
-                topic: topic.clone(),
-            })
-            .await?;
-        Ok(match remote {
-            Some(route) => Ok(RouteBody {
-                body: bytes::Bytes::from(rmq_protocol::body::to_json(&route, JsonStyle::Legacy)),
-                generation: 0,
-            }),
-            None => Err(RouteError::TopicNotExist(topic)),
-        })
+        Ok(Ok(Body(to_json(&route, JsonStyle::Legacy).into())))
     }
 }
 

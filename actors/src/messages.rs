@@ -11,8 +11,10 @@ use std::time::Instant;
 
 use actix::prelude::*;
 use bytes::Bytes;
-use rmq_protocol::body::{DataVersion, QueueData};
-use rmq_protocol::fastjson::JsonStyle;
+use rmq_protocol::body::{
+    ClusterInfo, DataVersion, GetBrokerMemberGroupResponseBody, KvTable, QueueData, TopicList,
+    TopicRouteData,
+};
 
 use crate::route::{
     BrokerInstance, ConnId, ExpiredBroker, NeedTopics, RegisterOutcome, Registration, RouteChanges,
@@ -35,9 +37,9 @@ pub struct RegisterBroker {
 #[derive(Debug)]
 pub struct RegisterBrokerReply {
     pub outcome: RegisterOutcome,
-    /// Encoded KVTable of the ORDER_TOPIC_CONFIG namespace, when it exists and
-    /// `returnOrderTopicConfigToBroker` is on.
-    pub order_topic_config: Option<Bytes>,
+    /// The ORDER_TOPIC_CONFIG namespace, when it exists and `returnOrderTopicConfigToBroker` is
+    /// on (the reply's body).
+    pub order_topic_config: Option<Arc<KvTable>>,
     /// Whether the registration changed any route (a new broker, new or changed topics, ...);
     /// false for a refresh that changed nothing (it is not audited).
     pub routes_changed: bool,
@@ -74,20 +76,17 @@ pub struct DataVersionReply {
 
 /// GET_ROUTEINFO_BY_TOPIC.
 #[derive(Debug, Message)]
-#[rtype(result = "Result<RouteBody, RouteError>")]
+#[rtype(result = "Result<RouteReply, RouteError>")]
 pub struct GetRouteInfo {
     /// `None` when the request had no topic: answered TOPIC_NOT_EXIST for "null", as Java does.
     pub topic: Option<String>,
-    pub style: JsonStyle,
-    /// The zone to filter by, when the request asked for zone mode with a non-blank zone.
-    pub zone: Option<String>,
 }
 
-/// An encoded route body, shared with the registry's cache, and the registry's generation when
-/// it answered (a worker cache refuses it if the topic changed after that).
+/// A topic's route, and the registry's generation when it answered (a worker cache refuses its
+/// encoding if the topic changed after that).
 #[derive(Debug, Clone)]
-pub struct RouteBody {
-    pub body: Bytes,
+pub struct RouteReply {
+    pub route: TopicRouteData,
     pub generation: u64,
 }
 
@@ -101,20 +100,16 @@ pub enum RouteError {
 
 /// GET_BROKER_CLUSTER_INFO.
 #[derive(Debug, Message)]
-#[rtype(result = "Body")]
+#[rtype(result = "ClusterInfo")]
 pub struct GetClusterInfo;
 
 /// GET_BROKER_MEMBER_GROUP.
 #[derive(Debug, Message)]
-#[rtype(result = "MemberGroupBody")]
+#[rtype(result = "GetBrokerMemberGroupResponseBody")]
 pub struct GetBrokerMemberGroup {
     pub cluster: String,
     pub name: String,
 }
-
-/// The GET_BROKER_MEMBER_GROUP body.
-#[derive(Debug, Clone)]
-pub struct MemberGroupBody(pub Bytes);
 
 /// A SUCCESS response body.
 #[derive(Debug, Clone)]
@@ -153,7 +148,7 @@ pub enum TopicListKind {
 
 /// One of the topic-list queries; refused with "disable" when switched off.
 #[derive(Debug, Message)]
-#[rtype(result = "Result<Body, Disabled>")]
+#[rtype(result = "Result<TopicList, Disabled>")]
 pub struct GetTopicList {
     pub kind: TopicListKind,
 }
@@ -539,8 +534,6 @@ pub struct RouteStats {
     pub broker_groups: usize,
     pub clusters: usize,
     pub live_brokers: usize,
-    /// Bytes held by cached encoded routes.
-    pub cached_route_bytes: usize,
     /// Registrations and unregistrations so large that their topics were walked in slices,
     /// with questions answered in between (docs/actors.md#large-registrations).
     pub sliced_changes: u64,

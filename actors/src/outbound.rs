@@ -11,10 +11,18 @@ use std::time::Duration;
 use actix::prelude::*;
 use bytes::BytesMut;
 use rmq_protocol::codec::encode_frame;
-use rmq_protocol::RemotingCommand;
+use rmq_protocol::command::FLAG_ONEWAY;
+use rmq_protocol::controller::NotifyMinBrokerIdChangeHeader;
+use rmq_protocol::custom_headers::CommandHeader;
+use rmq_protocol::{RemotingCommand, RequestCode};
 use rustls::ClientConfig;
 use tokio::io::AsyncWriteExt;
 use tracing::{debug, warn};
+
+use crate::route::MinIdChange;
+
+/// Java's send timeout of NOTIFY_MIN_BROKER_ID_CHANGE.
+const MIN_ID_NOTIFY_TIMEOUT: Duration = Duration::from_millis(300);
 
 /// One notification: `cmd` (flagged oneway by the sender) to each of `to`, each within `timeout`.
 #[derive(Debug, Message)]
@@ -23,6 +31,32 @@ pub struct Notify {
     pub to: Vec<String>,
     pub cmd: RemotingCommand,
     pub timeout: Duration,
+}
+
+impl Notify {
+    /// NOTIFY_MIN_BROKER_ID_CHANGE (905) for a group whose smallest broker id changed, to the
+    /// brokers Java tells (oneway, 300 ms, as Java sends it); `None` for a group left empty.
+    pub fn min_broker_id_changed(change: &MinIdChange) -> Option<Self> {
+        let (min_id, min_addr) = change.addrs.iter().next()?;
+        let header = NotifyMinBrokerIdChangeHeader {
+            min_broker_id: Some(*min_id),
+            broker_name: None,
+            min_broker_addr: Some(min_addr.to_string()),
+            offline_broker_addr: change.offline.as_ref().map(ToString::to_string),
+            ha_broker_addr: change.ha.clone(),
+        };
+        Some(Self {
+            to: change
+                .recipients()
+                .iter()
+                .map(ToString::to_string)
+                .collect(),
+            cmd: RemotingCommand::request(RequestCode::NOTIFY_MIN_BROKER_ID_CHANGE)
+                .with_flag(FLAG_ONEWAY)
+                .with_ext_fields(header.to_ext()),
+            timeout: MIN_ID_NOTIFY_TIMEOUT,
+        })
+    }
 }
 
 /// The actor that sends notifications to brokers: TLS when brokers are reached over TLS.

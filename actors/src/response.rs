@@ -2,14 +2,14 @@
 //! and bodies as Java sends them), all in one place. The connection then stamps opaque, version
 //! and serialize type.
 
-use rmq_protocol::body::to_json;
+use rmq_protocol::body::{to_json, ClusterInfo, GetBrokerMemberGroupResponseBody, TopicList};
 use rmq_protocol::custom_headers::{CommandHeader, HeaderFieldError, RegisterBrokerResponseHeader};
 use rmq_protocol::fastjson::JsonStyle;
 use rmq_protocol::{ExtFields, RemotingCommand, ResponseCode};
 
 use crate::messages::{
     AddTopicCount, Body, ConfigUpdateError, DataVersionReply, Disabled, KvReplyError, KvValue,
-    MemberGroupBody, RegisterBrokerReply, RouteBody, RouteError, WipeTopicCount,
+    RegisterBrokerReply, RouteError, WipeTopicCount,
 };
 use crate::route::RegisterOutcome;
 
@@ -90,21 +90,30 @@ impl IntoResponse for Body {
     }
 }
 
-/// Java's GET_BROKER_MEMBER_GROUP handler sets only the code, so its SUCCESS keeps the default
-/// remark of a new response.
-impl IntoResponse for MemberGroupBody {
+/// A SUCCESS whose body is `value` in Java's (legacy) JSON.
+fn json_success(value: &impl serde::Serialize) -> RemotingCommand {
+    RemotingCommand::success().with_body(to_json(value, JsonStyle::Legacy))
+}
+
+impl IntoResponse for ClusterInfo {
     fn into_response(self) -> RemotingCommand {
-        RemotingCommand::response(
-            rmq_protocol::ResponseCode::SUCCESS,
-            Some("not set any response code".to_owned()),
-        )
-        .with_body(self.0)
+        json_success(&self)
     }
 }
 
-impl IntoResponse for RouteBody {
+impl IntoResponse for TopicList {
     fn into_response(self) -> RemotingCommand {
-        RemotingCommand::success().with_body(self.body)
+        json_success(&self)
+    }
+}
+
+/// Java's GET_BROKER_MEMBER_GROUP handler sets only the code, so its SUCCESS keeps the default
+/// remark of a new response.
+impl IntoResponse for GetBrokerMemberGroupResponseBody {
+    fn into_response(self) -> RemotingCommand {
+        let mut response = json_success(&self);
+        response.remark = Some("not set any response code".to_owned());
+        response
     }
 }
 
@@ -169,7 +178,7 @@ impl IntoResponse for RegisterBrokerReply {
         };
         let resp = RemotingCommand::success().with_ext_fields(header.to_ext());
         match self.order_topic_config {
-            Some(body) => resp.with_body(body),
+            Some(table) => resp.with_body(to_json(&*table, JsonStyle::Legacy)),
             None => resp,
         }
     }

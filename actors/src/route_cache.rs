@@ -25,7 +25,9 @@ use std::sync::Arc;
 
 use actix::prelude::*;
 use bytes::Bytes;
+use rmq_protocol::custom_headers::RouteQuery;
 use rmq_protocol::fastjson::JsonStyle;
+use rmq_protocol::RemotingCommand;
 use tracing::debug;
 
 use crate::contain::{contain, Contained, Recover};
@@ -151,6 +153,17 @@ impl WorkerCache {
     /// This thread's cache of NameServer `id`, if its keeper runs here.
     pub fn of_this_thread(id: CacheId) -> Option<Self> {
         CACHES.with(|caches| caches.borrow().get(&id).cloned())
+    }
+
+    /// GET_ROUTEINFO_BY_TOPIC from this cache, read from the header without copying anything:
+    /// `Some(hit)` when the cache was asked (not for a zone-filtered query or one without a
+    /// topic, which the registry answers).
+    pub fn answer(&self, cmd: &RemotingCommand) -> Option<Option<Bytes>> {
+        let query = RouteQuery::of(cmd);
+        match (query.topic, query.zone) {
+            (Some(topic), None) => Some(self.lookup(topic, query.style)),
+            _ => None,
+        }
     }
 
     /// The body of `topic` in `style`.

@@ -11,9 +11,12 @@ use rmq_protocol::code::{version, SerializeType};
 use rmq_protocol::codec::DEFAULT_MAX_FRAME;
 use serde::{Deserialize, Serialize};
 
-use crate::route::{RouteOptions, DEFAULT_BROKER_EXPIRY, DEFAULT_ROUTE_CACHE_BYTES};
+use crate::route::{RouteOptions, DEFAULT_BROKER_EXPIRY};
 
 pub use rmq_transport::InvalidSetting;
+
+/// Bytes of encoded route bodies each connection thread's route cache holds by default.
+pub const DEFAULT_ROUTE_CACHE_BYTES: usize = 64 * 1024 * 1024;
 
 fn invalid(key: &'static str, reason: impl Into<String>) -> InvalidSetting {
     InvalidSetting::new(key, reason)
@@ -226,7 +229,8 @@ pub struct RegistrySettings {
     /// Period of the expiry scan (Java: `scanNotActiveBrokerInterval`).
     #[serde(with = "humantime_serde")]
     pub scan_interval: Duration,
-    /// Bytes of encoded route bodies kept in the route cache.
+    /// Bytes of encoded route bodies each connection thread keeps in its route cache (read at
+    /// start).
     pub route_cache_bytes: usize,
     /// Fill `orderTopicConf` in routes from the ORDER_TOPIC_CONFIG KV namespace (Java:
     /// `orderMessageEnable`).

@@ -252,11 +252,10 @@ impl RouteTables {
             next: 0,
         };
         if self.topics.len() <= TOPICS_PER_STEP {
-            let cached_bytes = &mut self.cached_bytes;
             let changes = &mut self.changes;
             let removals = &mut self.queue_removals;
             self.topics
-                .retain(|topic, entry| sweep.keep(topic, entry, cached_bytes, changes, removals));
+                .retain(|topic, entry| sweep.keep(topic, entry, changes, removals));
             return None;
         }
         sweep.topics = self.topics.keys().cloned().collect();
@@ -273,13 +272,7 @@ impl RouteTables {
             let Some(entry) = self.topics.get_mut(topic.as_str()) else {
                 continue;
             };
-            let keep = sweep.keep(
-                topic,
-                entry,
-                &mut self.cached_bytes,
-                &mut self.changes,
-                &mut self.queue_removals,
-            );
+            let keep = sweep.keep(topic, entry, &mut self.changes, &mut self.queue_removals);
             if !keep {
                 self.topics.remove(topic.as_str());
             }
@@ -315,7 +308,6 @@ impl Sweep {
         &self,
         topic: &TopicName,
         entry: &mut TopicEntry,
-        cached_bytes: &mut usize,
         changes: &mut RouteChanges,
         removals: &mut u64,
     ) -> bool {
@@ -336,7 +328,7 @@ impl Sweep {
             }
         }
         if touched {
-            RouteTables::drop_encoded(topic.as_str(), entry, cached_bytes, changes);
+            changes.topic(topic.as_str());
         }
         if entry.queues.is_empty() {
             debug!(topic = %topic, "topic has no broker left, removed");

@@ -2,7 +2,7 @@
 //! [`RouteTables`] and calls it from its handlers; time is always passed in. The rules are
 //! described in docs/route-rules.md.
 
-mod cache;
+mod changes;
 mod ids;
 mod liveness;
 mod queries;
@@ -16,12 +16,12 @@ pub use ids::{
     BrokerAddr, BrokerId, BrokerInstance, BrokerName, ClusterName, ConnId, TopicName, MASTER_ID,
 };
 pub use liveness::{ExpiredBroker, Sweep, Unregistration};
-pub use queries::TopicQueues;
+pub use queries::{filter_by_zone, TopicQueues};
 pub use register::{
     NeedTopics, RegisterOutcome, RegisterWalk, Registering, Registration, TopicSummary, TopicTable,
     TopicsPayload, TOPICS_PER_STEP,
 };
 pub use tables::{
     BrokerGroup, LiveBroker, MinIdChange, Queues, RouteChanges, RouteCounters, RouteOptions,
-    RouteTables, DEFAULT_BROKER_EXPIRY, DEFAULT_ROUTE_CACHE_BYTES, SYNC_BROKER_MEMBER_GROUP_PREFIX,
+    RouteTables, DEFAULT_BROKER_EXPIRY, SYNC_BROKER_MEMBER_GROUP_PREFIX,
 };

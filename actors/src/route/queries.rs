@@ -285,3 +285,27 @@ fn rewrite_acting_masters(route: &mut TopicRouteData) {
         }
     }
 }
+
+/// Java's `ZoneRouteRPCHook` (docs/route-rules.md#zone-filtering): keep groups without a master or in `zone`
+/// (case-insensitive); drop every other group with its queues and filter servers.
+pub fn filter_by_zone(route: &mut TopicRouteData, zone: &str) {
+    let mut dropped = Vec::new();
+    route.broker_datas.retain(|b| {
+        let keep = !b.broker_addrs.contains_key(&0)
+            || b.zone_name
+                .as_deref()
+                .is_some_and(|z| z.eq_ignore_ascii_case(zone));
+        if !keep {
+            dropped.push(b.clone());
+        }
+        keep
+    });
+    for broker in &dropped {
+        route
+            .queue_datas
+            .retain(|q| q.broker_name != broker.broker_name);
+        for addr in broker.broker_addrs.values() {
+            route.filter_server_table.remove(addr);
+        }
+    }
+}

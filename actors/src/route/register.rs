@@ -613,7 +613,7 @@ impl RouteTables {
     }
 
     /// Puts one broker group's queues into a topic, creating the topic; replaces only when
-    /// different, so an unchanged registration leaves the encoded route in place. True when the
+    /// different, so an unchanged registration leaves the route unchanged (and cached). True when the
     /// topic is new.
     pub(super) fn upsert_queues(&mut self, topic: &str, name: &BrokerName, queues: Queues) -> bool {
         let created = !self.topics.contains_key(topic);
@@ -624,7 +624,7 @@ impl RouteTables {
         if let Some(entry) = self.topics.get_mut(topic) {
             if entry.queues.get(name) != Some(&queues) {
                 entry.queues.insert(name.clone(), queues);
-                Self::drop_encoded(topic, entry, &mut self.cached_bytes, &mut self.changes);
+                self.changes.topic(topic);
             }
         }
         created
@@ -632,7 +632,6 @@ impl RouteTables {
 
     /// Removes `name` from every topic `keep` rejects; drops topics left empty.
     fn remove_omitted_topics(&mut self, name: &BrokerName, keep: impl Fn(&str) -> bool) {
-        let cached_bytes = &mut self.cached_bytes;
         let changes = &mut self.changes;
         let removals = &mut self.queue_removals;
         self.topics.retain(|topic, entry| {
@@ -641,7 +640,7 @@ impl RouteTables {
             }
             *removals += 1;
             info!(topic = %Clipped(topic.as_str()), broker = %name, "topic omitted by its broker's registration, removed");
-            Self::drop_encoded(topic.as_str(), entry, cached_bytes, changes);
+            changes.topic(topic.as_str());
             !entry.queues.is_empty()
         });
     }

@@ -1,15 +1,13 @@
 //! `RouteTables`: the NameServer's route state (Java `RouteInfoManager`'s tables) and the rules
 //! that change or read it, one file per concern: registration (`register.rs`), liveness and
 //! unregistration (`liveness.rs`), topic edits (`topics.rs`), queries (`queries.rs`) and the
-//! encoded-route cache (`cache.rs`). Pure: no actix, no I/O; time is passed in. The rules are
+//! record of what changed (`changes.rs`). Pure: no actix, no I/O; time is passed in. The rules are
 //! described in docs/route-rules.md.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use rmq_protocol::body::{BrokerData, DataVersion, TopicQueueMappingInfo};
-use rmq_protocol::fastjson::JsonStyle;
 
 use super::ids::{
     BrokerAddr, BrokerId, BrokerInstance, BrokerName, ClusterName, ConnId, TopicName,
@@ -17,9 +15,6 @@ use super::ids::{
 
 /// Java's `DEFAULT_BROKER_CHANNEL_EXPIRED_TIME`: a broker silent for this long is dropped.
 pub const DEFAULT_BROKER_EXPIRY: Duration = Duration::from_secs(120);
-
-/// Bytes of encoded route bodies the route cache holds by default.
-pub const DEFAULT_ROUTE_CACHE_BYTES: usize = 64 * 1024 * 1024;
 
 /// Topics with this prefix are never rewritten for acting masters (`TopicValidator`).
 pub const SYNC_BROKER_MEMBER_GROUP_PREFIX: &str = "rmq_sys_SYNC_BROKER_MEMBER_";
@@ -98,22 +93,10 @@ pub struct Queues {
     pub sys_flag: i32,
 }
 
-/// Number of cached route encodings per topic: legacy and standard JSON.
-pub(super) const STYLES: usize = 2;
-
-pub(super) fn style_slot(style: JsonStyle) -> usize {
-    match style {
-        JsonStyle::Legacy => 0,
-        JsonStyle::Standard => 1,
-    }
-}
-
-/// One topic: its queues per broker group, and its encoded route bodies, filled on first query and
-/// dropped whenever anything the route shows changes.
+/// One topic: its queues per broker group.
 #[derive(Debug, Default)]
 pub(super) struct TopicEntry {
     pub(super) queues: BTreeMap<BrokerName, Queues>,
-    pub(super) encoded: [Option<Bytes>; STYLES],
 }
 
 /// Routes that changed: some topics, or all of them.
@@ -160,12 +143,9 @@ pub struct RouteTables {
     pub(super) filter_servers: HashMap<BrokerInstance, Vec<String>>,
     pub(super) mappings: HashMap<TopicName, BTreeMap<String, TopicQueueMappingInfo>>,
     pub(super) options: RouteOptions,
-    /// Bytes held by encoded routes, and the most they may hold.
-    pub(super) cached_bytes: usize,
-    /// Topics whose route changed since [`RouteTables::take_changes`] last ran: copies of
-    /// their encoded routes elsewhere (the connection threads' caches) must go.
+    /// Topics whose route changed since [`RouteTables::take_changes`] last ran: their encoded
+    /// routes (in the connection threads' caches) must go.
     pub(super) changes: RouteChanges,
-    pub(super) cache_limit: usize,
     /// Expiry of brokers that registered no timeout of their own.
     pub(super) default_expiry: Duration,
     /// Counts every removal of a QueueData: a re-registration may skip re-checking its topics
@@ -205,12 +185,12 @@ impl MinIdChange {
 
 impl Default for RouteTables {
     fn default() -> Self {
-        Self::new(RouteOptions::default(), DEFAULT_ROUTE_CACHE_BYTES)
+        Self::new(RouteOptions::default())
     }
 }
 impl RouteTables {
-    /// Empty tables; encoded routes are cached up to `cache_limit` bytes in all.
-    pub fn new(options: RouteOptions, cache_limit: usize) -> Self {
+    /// Empty tables.
+    pub fn new(options: RouteOptions) -> Self {
         Self {
             topics: HashMap::new(),
             brokers: BTreeMap::new(),
@@ -219,10 +199,8 @@ impl RouteTables {
             filter_servers: HashMap::new(),
             mappings: HashMap::new(),
             options,
-            cached_bytes: 0,
             changes: RouteChanges::default(),
             min_id_changes: Vec::new(),
-            cache_limit,
             default_expiry: DEFAULT_BROKER_EXPIRY,
             queue_removals: 0,
             counters: RouteCounters::default(),
@@ -249,18 +227,12 @@ impl RouteTables {
         self.options
     }
 
-    /// Changes the runtime switches; routes are re-encoded if their rewrite rule changed.
+    /// Changes the runtime switches; every route counts as changed if their rewrite rule changed.
     pub fn set_options(&mut self, options: RouteOptions) {
         if options.support_acting_master != self.options.support_acting_master {
             self.invalidate_all();
         }
         self.options = options;
-    }
-
-    /// Sets how many bytes of encoded routes the cache may hold; takes effect as routes are
-    /// encoded (nothing is dropped at once).
-    pub fn set_cache_limit(&mut self, cache_limit: usize) {
-        self.cache_limit = cache_limit;
     }
 
     /// Sets the expiry of brokers that register no `heartbeatTimeoutMillis`, from their next

@@ -62,12 +62,7 @@ impl RouteTables {
                 let perm = update(queues.perm);
                 if perm != queues.perm {
                     queues.perm = perm;
-                    Self::drop_encoded(
-                        topic.as_str(),
-                        entry,
-                        &mut self.cached_bytes,
-                        &mut self.changes,
-                    );
+                    self.changes.topic(topic.as_str());
                 }
             }
         }
@@ -80,8 +75,7 @@ impl RouteTables {
     pub fn delete_topic(&mut self, topic: &str, cluster: Option<&str>) -> bool {
         let Some(cluster) = cluster.filter(|c| !c.is_empty()) else {
             let removed = self.topics.remove(topic);
-            if let Some(entry) = &removed {
-                self.cached_bytes = self.cached_bytes.saturating_sub(Self::encoded_len(entry));
+            if removed.is_some() {
                 self.changes.topic(topic);
                 self.queue_removals += 1;
                 info!(topic = %Clipped(topic), "topic deleted");
@@ -100,7 +94,7 @@ impl RouteTables {
             return false;
         }
         self.queue_removals += 1;
-        Self::drop_encoded(topic, entry, &mut self.cached_bytes, &mut self.changes);
+        self.changes.topic(topic);
         if entry.queues.is_empty() {
             self.topics.remove(topic);
         }

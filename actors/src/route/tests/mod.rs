@@ -6,11 +6,10 @@ use std::time::{Duration, Instant};
 use rmq_protocol::body::{
     perm, DataVersion, QueueData, TopicConfig, TopicConfigWrapper, TopicQueueMappingInfo,
 };
-use rmq_protocol::fastjson::JsonStyle;
 
 use super::*;
 
-mod cache;
+mod changes;
 mod liveness;
 mod queries;
 mod register;
@@ -150,11 +149,8 @@ fn perm_of(tables: &RouteTables, topic: &str, broker: &str) -> i32 {
 }
 
 fn acting_tables() -> RouteTables {
-    RouteTables::new(
-        RouteOptions {
-            support_acting_master: true,
-            ..RouteOptions::default()
-        },
-        1 << 20,
-    )
+    RouteTables::new(RouteOptions {
+        support_acting_master: true,
+        ..RouteOptions::default()
+    })
 }

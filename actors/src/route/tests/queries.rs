@@ -256,14 +256,15 @@ fn filter_servers_show_in_routes() {
     let mut reg = Reg::master(&["t"]);
     reg.inner.filter_servers = Some(vec!["127.0.0.1:7000".into()]);
     register(&mut t, reg);
-    let body = t.route_body("t", JsonStyle::Legacy, None).unwrap();
-    assert!(std::str::from_utf8(&body)
-        .unwrap()
-        .contains(r#""filterServerTable":{"127.0.0.1:10911":["127.0.0.1:7000"]}"#));
-    // An empty list removes them, and the cached route with them.
+    let route = t.topic_route("t").unwrap();
+    assert_eq!(
+        route.filter_server_table.get(MASTER),
+        Some(&vec!["127.0.0.1:7000".to_owned()])
+    );
+    t.take_changes();
+    // An empty list removes them, and the route counts as changed.
     register(&mut t, Reg::master(&["t"]));
-    let body = t.route_body("t", JsonStyle::Legacy, None).unwrap();
-    assert!(std::str::from_utf8(&body)
-        .unwrap()
-        .contains(r#""filterServerTable":{}"#));
+    assert!(t.topic_route("t").unwrap().filter_server_table.is_empty());
+    let changes = t.take_changes();
+    assert!(changes.all || changes.topics.iter().any(|topic| topic.as_str() == "t"));
 }

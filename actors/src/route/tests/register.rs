@@ -135,13 +135,10 @@ fn keep_topic_with_broker_registration_by_default() {
 
 #[test]
 fn delete_topic_with_broker_registration() {
-    let mut t = RouteTables::new(
-        RouteOptions {
-            delete_topic_with_broker_registration: true,
-            ..RouteOptions::default()
-        },
-        1 << 20,
-    );
+    let mut t = RouteTables::new(RouteOptions {
+        delete_topic_with_broker_registration: true,
+        ..RouteOptions::default()
+    });
     register(&mut t, Reg::new("b1", "127.0.0.1:1", 0, &["t1", "t2"]));
     register(&mut t, Reg::new("b2", "127.0.0.1:2", 0, &["t1", "t2"]));
     register(
@@ -161,13 +158,10 @@ fn delete_topic_with_broker_registration() {
 
 #[test]
 fn register_single_topic() {
-    let mut t = RouteTables::new(
-        RouteOptions {
-            delete_topic_with_broker_registration: true,
-            ..RouteOptions::default()
-        },
-        1 << 20,
-    );
+    let mut t = RouteTables::new(RouteOptions {
+        delete_topic_with_broker_registration: true,
+        ..RouteOptions::default()
+    });
     let qd = |name: &str| QueueData {
         broker_name: name.into(),
         perm: 6,

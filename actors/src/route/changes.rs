@@ -1,0 +1,45 @@
+//! What changed since the registry last asked: the topics whose route shows something new (the
+//! connection threads drop their encoded copies of them), and the broker groups whose smallest
+//! broker id changed (the brokers are told).
+
+use super::ids::BrokerName;
+use super::tables::{RouteChanges, RouteTables};
+
+impl RouteTables {
+    /// Records that the route of one topic changed (e.g. its ORDER_TOPIC_CONFIG value).
+    pub fn invalidate_topic(&mut self, topic: &str) {
+        if self.topics.contains_key(topic) {
+            self.changes.topic(topic);
+        }
+    }
+
+    /// Records that every route changed.
+    pub fn invalidate_all(&mut self) {
+        self.changes.all = true;
+        self.changes.topics.clear();
+    }
+
+    /// Records that the topics a group serves changed (its addresses or flags did).
+    pub(super) fn invalidate_broker_topics(&mut self, name: &BrokerName) {
+        for (topic, entry) in &self.topics {
+            if entry.queues.contains_key(name) {
+                self.changes.topic(topic.as_str());
+            }
+        }
+    }
+
+    /// Whether routes changed since the last [`RouteTables::take_changes`].
+    pub fn has_changes(&self) -> bool {
+        !self.changes.is_empty()
+    }
+
+    /// The routes changed since the last call (emptied).
+    pub fn take_changes(&mut self) -> RouteChanges {
+        std::mem::take(&mut self.changes)
+    }
+
+    /// The groups whose smallest broker id changed since the last call (emptied).
+    pub fn take_min_id_changes(&mut self) -> Vec<super::MinIdChange> {
+        std::mem::take(&mut self.min_id_changes)
+    }
+}

@@ -1,0 +1,47 @@
+//! What the tables record as changed: the topics whose encoded routes must go.
+
+use super::*;
+
+/// The topics changed since the last call, each once.
+fn changed(t: &mut RouteTables) -> Vec<String> {
+    let mut topics: Vec<String> = t
+        .take_changes()
+        .topics
+        .iter()
+        .map(|topic| topic.as_str().to_owned())
+        .collect();
+    topics.sort();
+    topics.dedup();
+    topics
+}
+
+#[test]
+fn a_route_counts_as_changed_only_when_what_it_shows_changes() {
+    let mut t = RouteTables::default();
+    register(&mut t, Reg::master(&["t", "u"]));
+    assert!(changed(&mut t).contains(&"t".to_owned()));
+
+    // An unchanged re-registration changes no route.
+    register(&mut t, Reg::master(&["t", "u"]));
+    assert!(!t.has_changes());
+
+    // A slave joining changes the group's addresses: every topic of the group.
+    register(&mut t, Reg::slave(&["t", "u"]));
+    assert_eq!(changed(&mut t), [BASE_TOPIC, "t", "u"]);
+
+    // A perm change.
+    t.wipe_write_perm(BROKER);
+    assert_eq!(changed(&mut t), [BASE_TOPIC, "t", "u"]);
+
+    // An explicit change (order conf), of a known topic only; a deletion.
+    t.invalidate_topic("t");
+    t.invalidate_topic("unknown");
+    t.delete_topic("u", None);
+    assert_eq!(changed(&mut t), ["t", "u"]);
+
+    // Everything.
+    t.invalidate_all();
+    let all = t.take_changes();
+    assert!(all.all && all.topics.is_empty());
+    assert!(!t.has_changes());
+}
