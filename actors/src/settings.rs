@@ -92,7 +92,7 @@ pub struct ServerSettings {
     /// Close a connection whose queued answers its peer has not taken for this long; "0s" never.
     #[serde(with = "humantime_serde")]
     pub write_timeout: Duration,
-    /// `MQVersion` ordinal put in every response (479 = V5_3_3).
+    /// `MQVersion` ordinal put in every response (513 = V5_5_0, what Java 5.5.0 sends).
     pub advertised_version: i32,
     /// Serialize type of response headers: "mirror", "json" or "rocketmq".
     pub response_serialize: ResponseSerialize,
@@ -125,7 +125,7 @@ impl Default for ServerSettings {
             idle_timeout: Duration::from_secs(120),
             frame_timeout: Duration::from_secs(30),
             write_timeout: Duration::from_secs(30),
-            advertised_version: version::V5_3_3,
+            advertised_version: version::V5_5_0,
             response_serialize: ResponseSerialize::Mirror,
             shutdown_grace: Duration::from_secs(5),
             shutdown_gracefully: false,

@@ -304,8 +304,11 @@ pub mod version {
     pub const V4_9_8: i32 = 409;
     /// From it a compressed RegisterBrokerBody carries the static-topic mapping section.
     pub const V5_0_0: i32 = 413;
-    /// What a Java 5.3.3 NameServer advertises in its responses; our default.
+    /// What a Java 5.3.3 NameServer advertises in its responses.
     pub const V5_3_3: i32 = 479;
+    /// What a Java 5.5.0 NameServer advertises in its responses: our default, as the release
+    /// we are a drop-in for (`server.advertised_version`).
+    pub const V5_5_0: i32 = 513;
 
     /// The last ordinal of Java's enum: `HIGHER_VERSION`, after `V5_9_9`.
     pub const HIGHER_VERSION: i32 = 612;
@@ -406,6 +409,7 @@ mod tests {
             (453, "V5_2_0"),
             (475, "V5_3_1"),
             (479, "V5_3_3"),
+            (513, "V5_5_0"),
             (611, "V5_9_9"),
         ] {
             assert_eq!(version::name(ordinal), name, "{ordinal}");

@@ -125,7 +125,7 @@ impl RemotingCommand {
         Self {
             code: code.0,
             language: LanguageCode::Java,
-            version: version::V5_3_3,
+            version: version::V5_5_0,
             opaque: 0,
             flag: 0,
             remark: None,
@@ -141,7 +141,7 @@ impl RemotingCommand {
         Self {
             code: code.0,
             language: LanguageCode::Java,
-            version: version::V5_3_3,
+            version: version::V5_5_0,
             opaque: 0,
             flag: FLAG_RESPONSE,
             remark,

@@ -33,7 +33,7 @@ pub(super) const BUILD_INFO: Owned = owned(
     "build_info",
     "This build (value 1).",
     &["version", "rocketmq_version"],
-    |_| vec![sample([env!("CARGO_PKG_VERSION"), "V5_3_3"], 1)],
+    |_| vec![sample([env!("CARGO_PKG_VERSION"), "V5_5_0"], 1)],
 );
 
 /// Shown after the connection threads' families, in this order.
