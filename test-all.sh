@@ -25,6 +25,9 @@ check_tools() {
   # takes $CHROMIUM).
   command -v "${ETCD_BIN:-etcd}" >/dev/null 2>&1 || lack etcd etcd-server
   [ -x "${CHROMIUM:-/usr/bin/chromium}" ] || lack chromium chromium
+  # tests/address_dns.rs: a DNS server whose records change (tests/support/dnsmasq.rs).
+  command -v "${DNSMASQ_BIN:-dnsmasq}" >/dev/null 2>&1 || [ -x /usr/sbin/dnsmasq ] \
+    || lack dnsmasq dnsmasq-base
   # contrib/check.sh.
   command -v python3 >/dev/null 2>&1 || lack python3 python3
   command -v promtool >/dev/null 2>&1 || lack promtool prometheus

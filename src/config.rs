@@ -7,6 +7,9 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+mod http;
+pub use http::HttpConfig;
+
 pub use crate::controller_config::ControllerConfig;
 pub use rmq_actors::access::settings::{AccessSettings, ClassSetting, PolicyKind, Profile};
 pub use rmq_actors::settings::{
@@ -189,100 +192,6 @@ impl LogFormat {
             Self::Text => "text",
             Self::Json => "json",
         }
-    }
-}
-
-/// The HTTP port: metrics, health, the address server, the status page (docs/metrics.md).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct HttpConfig {
-    /// Where the HTTP port listens, e.g. "127.0.0.1:8080"; empty (the default): no HTTP port.
-    #[serde(with = "optional_addr")]
-    pub listen: Option<SocketAddr>,
-    /// What `/rocketmq/nsaddr` answers: the fleet's NameServer addresses, `;`-separated
-    /// ("10.0.0.1:9876;10.0.0.2:9876"). Empty: this server's remoting address, if it listens on
-    /// a specific one, else `advertised_address`.
-    pub nsaddr: String,
-    /// The remoting address clients should dial, for `/rocketmq/nsaddr` when `nsaddr` is empty
-    /// and the server listens on all interfaces.
-    pub advertised_address: String,
-    /// How often the status page reloads itself.
-    #[serde(with = "humantime_serde")]
-    pub page_refresh: std::time::Duration,
-}
-
-impl Default for HttpConfig {
-    fn default() -> Self {
-        Self {
-            listen: None,
-            nsaddr: String::new(),
-            advertised_address: String::new(),
-            page_refresh: std::time::Duration::from_secs(5),
-        }
-    }
-}
-
-impl HttpConfig {
-    fn validate(&self) -> Result<(), ConfigError> {
-        for addr in self.nsaddr_list() {
-            check_host_port(&addr).map_err(|reason| invalid("http.nsaddr", reason))?;
-        }
-        if !self.advertised_address.is_empty() {
-            check_host_port(&self.advertised_address)
-                .map_err(|reason| invalid("http.advertised_address", reason))?;
-        }
-        if self.page_refresh.is_zero() {
-            return Err(invalid("http.page_refresh", "must be positive"));
-        }
-        Ok(())
-    }
-
-    /// The configured fleet addresses, trimmed, empty entries dropped.
-    pub fn nsaddr_list(&self) -> Vec<String> {
-        self.nsaddr
-            .split(';')
-            .map(str::trim)
-            .filter(|a| !a.is_empty())
-            .map(str::to_owned)
-            .collect()
-    }
-}
-
-/// `host:port` with a port number and no spaces (clients split the list on `;` and trim nothing).
-fn check_host_port(addr: &str) -> Result<(), String> {
-    let valid = addr
-        .rsplit_once(':')
-        .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok())
-        && !addr.contains(char::is_whitespace);
-    if valid {
-        Ok(())
-    } else {
-        Err(format!("{addr:?} is not HOST:PORT"))
-    }
-}
-
-/// An optional socket address where the empty string means none.
-mod optional_addr {
-    use std::net::SocketAddr;
-
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    pub fn serialize<S: Serializer>(addr: &Option<SocketAddr>, s: S) -> Result<S::Ok, S::Error> {
-        match addr {
-            Some(addr) => s.collect_str(addr),
-            None => s.serialize_str(""),
-        }
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<SocketAddr>, D::Error> {
-        let text = String::deserialize(d)?;
-        let text = text.trim();
-        if text.is_empty() {
-            return Ok(None);
-        }
-        text.parse()
-            .map(Some)
-            .map_err(|e| serde::de::Error::custom(format!("{text:?} is not HOST:PORT: {e}")))
     }
 }
 

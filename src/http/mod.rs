@@ -5,6 +5,7 @@
 //! `door` (the remoting port's front door: `tls.mode` and its certificate, hot reload included).
 
 mod access;
+pub(crate) mod addresses;
 mod door;
 mod metrics;
 mod status;
@@ -30,6 +31,7 @@ use tracing::info;
 
 use crate::config::HttpConfig;
 use crate::health::Health;
+use addresses::{AddressBook, CurrentAddresses, StopResolving};
 use door::{HttpDoor, StopServing};
 
 /// What the HTTP handlers read: the actors' addresses and fixed facts. Shared by the handlers
@@ -53,6 +55,8 @@ pub(crate) struct Observed {
     pub access: std::sync::Arc<AccessControl>,
     /// Checks HTTP credentials against the accounts, when there is an ACL file.
     pub access_guard: Option<Addr<AccessGuard>>,
+    /// The address list that follows DNS (`http.nsaddr_dns`), when set.
+    pub addresses: Option<Addr<AddressBook>>,
 }
 
 /// Asks every actor whether it is alive (the handle's health check, shared with the HTTP port).
@@ -64,6 +68,7 @@ pub(crate) type HealthProbe = std::sync::Arc<
 pub struct HttpPort {
     addr: SocketAddr,
     door: Addr<HttpDoor>,
+    addresses: Option<Addr<AddressBook>>,
 }
 
 impl HttpPort {
@@ -79,6 +84,9 @@ impl HttpPort {
 
     /// Stops serving: no new connection; open requests get `HTTP_SHUTDOWN` to finish.
     pub async fn stop(&self) {
+        if let Some(book) = &self.addresses {
+            book.do_send(StopResolving);
+        }
         let _ = self
             .door
             .send(StopServing {
@@ -102,6 +110,7 @@ pub(crate) fn start(
     observed: Observed,
 ) -> HttpPort {
     let tls = front_door.mode;
+    let addresses = observed.addresses.clone();
     // Access is decided per routed resource (the router's decoded, normalized path), never on
     // the raw request path: `/%61pi/status` is `/api/status` to both.
     let probe = || from_fn(access::probe_class);
@@ -118,7 +127,11 @@ pub(crate) fn start(
         .default_service(web::route().to(not_found).wrap(probe()));
     let door = HttpDoor::start(listener, addr, front_door, app);
     info!(%addr, ?tls, "HTTP port started (metrics, health, address server, status page)");
-    HttpPort { addr, door }
+    HttpPort {
+        addr,
+        door,
+        addresses,
+    }
 }
 
 fn text(body: String) -> HttpResponse {
@@ -172,8 +185,16 @@ fn unavailable(why: &str) -> HttpResponse {
 
 /// The address list of `rocketmq.namesrv.domain`: `host:port;host:port`, one line. Clients ask
 /// `/rocketmq/nsaddr`, `/rocketmq/nsaddr-{unit}?nofix=1` or another subgroup; every subgroup
-/// gets the same list (query parameters are ignored).
+/// gets the same list (query parameters are ignored). With `http.nsaddr_dns`, the list
+/// resolved from DNS (503 until a first resolution succeeds).
 async fn nsaddr(observed: web::Data<Observed>) -> HttpResponse {
+    if let Some(book) = &observed.addresses {
+        return match book.send(CurrentAddresses).await {
+            Ok(Ok(list)) => text(format!("{list}\n")),
+            Ok(Err(why)) => unavailable(&format!("address list (http.nsaddr_dns): {why}")),
+            Err(err) => unavailable(&format!("address book unavailable: {err}")),
+        };
+    }
     match address_list(&observed.http, observed.remoting) {
         Some(list) => text(format!("{list}\n")),
         None => HttpResponse::NotFound()

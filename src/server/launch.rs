@@ -54,6 +54,7 @@ pub(super) fn launch(ready: Ready) -> NameServerHandle {
         client_tls,
         controller,
         http,
+        address_book,
     } = ready;
     let owners = start_owners(
         &config,
@@ -109,6 +110,7 @@ pub(super) fn launch(ready: Ready) -> NameServerHandle {
             http: config.http.clone(),
             access: Arc::clone(&access),
             access_guard: access_guard.clone(),
+            addresses: address_book.map(Actor::start),
         };
         // The HTTP port admits as the remoting port does (TLS mode, certificate), without
         // PROXY. HTTP clients speak at once: a silent one gets the handshake timeout.

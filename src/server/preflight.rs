@@ -18,6 +18,7 @@ use tracing::info;
 
 use crate::config::{expand_home, Config};
 use crate::controller_port::{self, ControllerStartError};
+use crate::http::addresses::AddressBook;
 
 /// Why a NameServer could not start.
 #[derive(Debug, thiserror::Error)]
@@ -46,6 +47,8 @@ pub enum StartError {
     Controller(#[from] ControllerStartError),
     #[error("no actix System is running; start the NameServer from inside one")]
     NoSystem,
+    #[error("{0}")]
+    AddressServer(String),
     #[error("cannot listen on {addr} (http.listen): {source}")]
     Http {
         addr: SocketAddr,
@@ -71,6 +74,8 @@ pub(super) struct Ready {
     pub controller: Option<controller_port::Prepared>,
     /// The HTTP port's socket and address, when `http.listen` is set.
     pub http: Option<(tokio::net::TcpListener, SocketAddr)>,
+    /// The address list that follows DNS, when the HTTP port has `http.nsaddr_dns`.
+    pub address_book: Option<AddressBook>,
 }
 
 /// Checks and opens everything [`Ready`] holds (inside a running System: the sockets join its
@@ -108,6 +113,10 @@ pub(super) fn check(config: Config, listener: std::net::TcpListener) -> Result<R
         None => None,
         Some(addr) => Some(bind_http(addr)?),
     };
+    let address_book = match http {
+        Some(_) => AddressBook::of(&config.http).map_err(StartError::AddressServer)?,
+        None => None,
+    };
     Ok(Ready {
         config,
         kv_source,
@@ -121,6 +130,7 @@ pub(super) fn check(config: Config, listener: std::net::TcpListener) -> Result<R
         client_tls,
         controller,
         http,
+        address_book,
     })
 }
 

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod controller;
+pub mod dnsmasq;
 pub mod etcd;
 pub mod http;
 pub mod pki;
