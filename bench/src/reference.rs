@@ -1,6 +1,6 @@
 //! `reference-server`: the ceiling a NameServer's route path is measured against. A minimal
 //! tokio TCP server that answers every request frame with one reply encoded at start-up: SUCCESS
-//! with the JSON header our server writes for a route reply (version 479) and a real route body of
+//! with the JSON header our server writes for a route reply (version 513) and a real route body of
 //! `--brokers` broker groups (the ones `routes` registers, encoded by `rmq-protocol` in the
 //! standard JSON style), the request's opaque patched in. It reads a request's opaque and nothing
 //! else, answers every request of one read with one write, and keeps no state: what it costs per
@@ -263,7 +263,7 @@ mod tests {
             reply_template(body.clone()).unwrap().encode(5, &mut one);
             let cmd = decode_frame(one.split_off(4).freeze()).unwrap();
             assert!(cmd.is_response());
-            assert_eq!((cmd.opaque, cmd.version), (5, 479));
+            assert_eq!((cmd.opaque, cmd.version), (5, 513));
             assert_eq!(cmd.body_bytes(), &body[..]);
 
             stop_tx.send(()).unwrap();

@@ -120,12 +120,13 @@ pub struct RemotingCommand {
 }
 
 impl RemotingCommand {
-    /// A request as a Java client of the current version would send it.
+    /// A request as a Java 5.3.3 client sends it (the release the Java fixtures of
+    /// `tests/fixtures/` were captured with).
     pub fn request(code: RequestCode) -> Self {
         Self {
             code: code.0,
             language: LanguageCode::Java,
-            version: version::V5_5_0,
+            version: version::V5_3_3,
             opaque: 0,
             flag: 0,
             remark: None,

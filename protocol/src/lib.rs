@@ -181,7 +181,8 @@ mod golden {
                     .into(),
             ),
         )
-        .answering(1);
+        .answering(1)
+        .with_version(crate::code::version::V5_3_3);
         assert_eq!(encode(&resp), bytes);
         assert_eq!(decode(&bytes).unwrap().unwrap(), resp);
     }
@@ -194,7 +195,8 @@ mod golden {
             ResponseCode::REQUEST_CODE_NOT_SUPPORTED,
             Some(" request type 10 not supported".into()),
         )
-        .answering(7);
+        .answering(7)
+        .with_version(crate::code::version::V5_3_3);
         assert_eq!(encode(&resp), bytes);
     }
 
@@ -204,6 +206,7 @@ mod golden {
         assert_eq!(bytes.len(), 103);
         let resp = RemotingCommand::success()
             .answering(9)
+            .with_version(crate::code::version::V5_3_3)
             .with_ext("changed", "false")
             .with_serialize_type(SerializeType::RocketMq)
             .with_body(&br#"{"counter":3,"stateVersion":0,"timestamp":1700000000000}"#[..]);
