@@ -49,6 +49,10 @@ check_tools() {
   fi
   command -v openssl >/dev/null 2>&1 || lack openssl openssl
   command -v unshare >/dev/null 2>&1 || lack unshare util-linux
+  # deploy/: check.sh builds helm and k8scheck with Go (above), image.sh builds the image with
+  # podman and smoke-tests it with curl.
+  command -v podman >/dev/null 2>&1 || lack podman podman
+  command -v curl >/dev/null 2>&1 || lack curl curl
 
   [ "${#missing[@]}" -eq 0 ] && return 0
   local line="test-all.sh: missing" sep=" " item
@@ -81,6 +85,11 @@ cargo build --release --locked
 
 # contrib/: alert rules (promtool), dashboard queries against the exported metrics, systemd unit.
 contrib/check.sh --binary target/release/rmq-namesrv
+
+# deploy/: the Helm chart (lint, strict decoding into the Kubernetes types, ports, probes and
+# drain timing against this binary's configuration), then the container image, built and run.
+deploy/check.sh --binary target/release/rmq-namesrv
+deploy/image.sh --binary target/release/rmq-namesrv --smoke
 
 echo "== interop peers (cached in interop/.cache/)"
 interop/setup.sh
