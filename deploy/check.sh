@@ -123,6 +123,12 @@ for values in "$CHART"/ci/*.yaml; do
   render_and_check "$(basename "$values" .yaml)" -f "$values"
 done
 
+# The oldest Kubernetes the chart declares (kubeVersion; the preStop sleep action needs 1.30).
+run "helm template --kube-version 1.30.0 (the chart's minimum)" \
+  "$HELM" template rmq-namesrv "$CHART" --kube-version 1.30.0 -f "$CHART/ci/all-on-values.yaml"
+refuse "helm template refuses Kubernetes 1.29" "is incompatible with Kubernetes" \
+  "$HELM" template rmq-namesrv "$CHART" --kube-version 1.29.9
+
 # The checks bite.
 sed 's/httpGet:/httpGett:/' "$out/defaults.yaml" > "$out/misspelt.yaml"
 refuse "k8scheck refuses a misspelt field" 'unknown field "spec.template.spec.containers\[0\].livenessProbe.httpGett"' \

@@ -66,7 +66,11 @@ func main() {
 			objects = append(objects, object{source: source, obj: obj})
 		}
 	}
-	problems = append(problems, checkObjects(objects)...)
+	// Cross-references only among a complete set: a refused object would make its neighbours'
+	// references look broken too.
+	if len(problems) == 0 {
+		problems = checkObjects(objects)
+	}
 	for _, p := range problems {
 		fmt.Fprintln(os.Stderr, "k8scheck: "+p)
 	}
