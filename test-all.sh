@@ -87,9 +87,10 @@ cargo build --release --locked
 contrib/check.sh --binary target/release/rmq-namesrv
 
 # deploy/: the Helm chart (lint, strict decoding into the Kubernetes types, ports, probes and
-# drain timing against this binary's configuration), then the container image, built and run.
+# drain timing against this binary's configuration), then the container image, built and run
+# with its own config.toml and with the one the chart renders (check.sh writes it).
 deploy/check.sh --binary target/release/rmq-namesrv
-deploy/image.sh --binary target/release/rmq-namesrv --smoke
+deploy/image.sh --binary target/release/rmq-namesrv --smoke --config deploy/.cache/chart-config.toml
 
 echo "== interop peers (cached in interop/.cache/)"
 interop/setup.sh

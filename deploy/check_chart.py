@@ -148,7 +148,7 @@ def effective_config(pod, server, binary, notes):
         config = deep_merge(server.defaults, rendered)
         for k, v in overrides.items():
             set_key(config, k[len("NAMESRV__"):].lower().replace("__", "."), v)
-        return config, rendered
+        return config, rendered, pod.config_text
     text = pod.config_text
     for attempt in range(len(PENDING_KEYS) + 1):
         with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False) as f:
@@ -161,7 +161,7 @@ def effective_config(pod, server, binary, notes):
         finally:
             os.unlink(f.name)
         if run.returncode == 0:
-            return tomllib.loads(run.stdout), rendered
+            return tomllib.loads(run.stdout), rendered, text
         refused = [key for key in PENDING_KEYS if f"unknown field `{key[1]}`" in run.stderr
                    and key[1] in (rendered.get(key[0]) or {})]
         if not refused:
@@ -171,7 +171,7 @@ def effective_config(pod, server, binary, notes):
                      f"checked the rest of the configuration without it")
         kept = tomllib.loads(text)
         del kept[section][key]
-        text = "\n".join(dump_toml(kept))
+        text = "\n".join(dump_toml(kept)) + "\n"
     raise SystemExit("check_chart.py: unreachable")
 
 
@@ -368,12 +368,17 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--facts", required=True)
     ap.add_argument("--binary")
+    ap.add_argument("--write-config", metavar="FILE",
+                    help="write the ConfigMap's config.toml as checked (without keys the binary does not know yet)")
     args = ap.parse_args()
     with open(args.facts, encoding="utf-8") as f:
         objects = json.load(f)
     server, pod = Server(), Pod(objects)
     notes, problems = [], []
-    config, rendered = effective_config(pod, server, args.binary, notes)
+    config, rendered, accepted = effective_config(pod, server, args.binary, notes)
+    if args.write_config:
+        with open(args.write_config, "w", encoding="utf-8") as f:
+            f.write(accepted)
     check(pod, server, config, rendered, problems)
     for n in notes:
         print(f"note: {n}")
@@ -381,7 +386,7 @@ def main():
         print(f"{args.facts}: {p}", file=sys.stderr)
     if problems:
         return 1
-    print(f"ports {sorted(pod.ports.items())}, probes /health and /ready on http, grace "
+    print(f"ports {dict(sorted(pod.ports.items()))}, probes /health and /ready on http, grace "
           f"{pod.pod_spec.get('terminationGracePeriodSeconds')} s, configuration "
           f"{'from ' + os.path.basename(args.binary) + ' --print-config' if args.binary else 'from config.toml + the rendered file'}")
     return 0

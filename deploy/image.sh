@@ -4,6 +4,7 @@
 # context lives in deploy/.cache/image/ (git-ignored).
 #
 #   deploy/image.sh --binary target/release/rmq-namesrv [--tag TAG] [--smoke] [--keep]
+#                   [--config FILE]      # smoke-test with FILE too (the chart's config.toml)
 #   deploy/image.sh --binary PATH --context-only      # only assemble deploy/.cache/image/
 #
 # 1. The context: rootfs/ with the binary at /usr/local/bin/rmq-namesrv (debug info stripped when
@@ -19,20 +20,23 @@
 #    read-only root file system with a volume in Kubernetes). Checked: the "listening" line,
 #    /health, /ready and /metrics on the HTTP port, RocketMQ requests on the remoting port (the
 #    host binary's admin CLI: clusterList, and a KV write, which must land in HOME on the volume),
-#    the process's uid, and a graceful stop on SIGTERM (exit 0). Then the
+#    the process's uid, and a graceful stop on SIGTERM (exit 0). With --config, a second round
+#    with FILE mounted over the image's config.toml, as the chart's ConfigMap is (the drain
+#    shortened to 2 s through NAMESRV__SERVER__SHUTDOWN_WAIT). Then the
 #    server is stopped by its PID, the image unmounted and, unless --keep, removed.
 # Needs: podman (Debian: apt-get install -y --no-install-recommends podman), ldd, and for
 # --smoke unshare, chroot, ip, curl, run as root. Exit: 0 ok, 1 a check failed, 2 usage/tools.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-binary="" tag="" smoke=0 keep=0 context_only=0
+binary="" tag="" smoke=0 keep=0 context_only=0 chart_config=""
 usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --binary) [ $# -ge 2 ] || { usage >&2; exit 2; }; binary="$2"; shift 2 ;;
     --tag) [ $# -ge 2 ] || { usage >&2; exit 2; }; tag="$2"; shift 2 ;;
     --smoke) smoke=1; shift ;;
+    --config) [ $# -ge 2 ] || { usage >&2; exit 2; }; chart_config="$2"; smoke=1; shift 2 ;;
     --keep) keep=1; shift ;;
     --context-only) context_only=1; shift ;;
     -h|--help) usage; exit 0 ;;
@@ -116,22 +120,36 @@ entrypoint="$(podman image inspect --format '{{json .Config.Entrypoint}}' "$tag"
 user="$(podman image inspect --format '{{.Config.User}}' "$tag")"
 image_home="$(podman image inspect --format '{{range .Config.Env}}{{println .}}{{end}}' "$tag" | sed -n 's/^HOME=//p')"
 volume="$(podman image inspect --format '{{range $k, $v := .Config.Volumes}}{{$k}}{{end}}' "$tag")"
-http_port="$(sed -nE '/^\[http\]/,/^\[/ s/^listen = "[^"]*:([0-9]+)"/\1/p' deploy/image/config.toml)"
-remoting_port="$(sed -nE '/^\[server\]/,/^\[/ s/^listen = "[^"]*:([0-9]+)"/\1/p' deploy/image/config.toml)"
-log "smoke: entrypoint $entrypoint as $user, HOME=$image_home, volume $volume, ports $remoting_port/$http_port"
+config_path="$(python3 -c 'import json, sys; a = json.loads(sys.argv[1]); print(a[a.index("--config") + 1])' "$entrypoint")"
 
-t0=$SECONDS
-work="$(mktemp -d)"
-status=0
-MNT="$mnt" ENTRYPOINT="$entrypoint" RUN_AS="$user" IMAGE_HOME="$image_home" VOLUME="$volume" \
-CHROOT="$(command -v chroot)" HTTP_PORT="$http_port" REMOTING_PORT="$remoting_port" HOST_BINARY="$binary" WORK="$work" \
-  timeout 90 unshare -n -m bash -s <<'EOF' || status=$?
+# smoke_round LABEL [CONFIG]: runs the image's entrypoint (with CONFIG mounted over its --config
+# file and the drain shortened to 2 s), checks it, stops it. Each round has a fresh data volume.
+smoke_round() {
+  local label="$1" config="${2:-}" source="deploy/image/config.toml" t0=$SECONDS status=0 work
+  [ -n "$config" ] && source="$config"
+  local http_port remoting_port
+  http_port="$(sed -nE '/^\[http\]/,/^\[/ s/^listen = "[^"]*:([0-9]+)"/\1/p' "$source")"
+  remoting_port="$(sed -nE '/^\[server\]/,/^\[/ s/^listen = "[^"]*:([0-9]+)"/\1/p' "$source")"
+  remoting_port="${remoting_port:-9876}"
+  [ -n "$http_port" ] || { echo "deploy/image.sh: $source has no [http] listen" >&2; return 1; }
+  log "smoke ($label): entrypoint $entrypoint as $user, HOME=$image_home, volume $volume, ports $remoting_port/$http_port"
+  work="$(mktemp -d)"
+  MNT="$mnt" ENTRYPOINT="$entrypoint" RUN_AS="$user" IMAGE_HOME="$image_home" VOLUME="$volume" \
+  CHROOT="$(command -v chroot)" HTTP_PORT="$http_port" REMOTING_PORT="$remoting_port" \
+  HOST_BINARY="$binary" WORK="$work" CONFIG="$config" CONFIG_PATH="$config_path" \
+    timeout 90 unshare -n -m bash -s <<'ROUND' || status=$?
 set -euo pipefail
 ip link set lo up
 # The data volume: writable by the image's user, the rest of the image read-only as mounted.
 mount -t tmpfs -o "mode=0750,uid=${RUN_AS%%:*},gid=${RUN_AS##*:}" tmpfs "$MNT$VOLUME"
+extra=()
+if [ -n "$CONFIG" ]; then
+  # As the chart's ConfigMap replaces the image's file.
+  mount --bind "$CONFIG" "$MNT$CONFIG_PATH"
+  extra=(NAMESRV__SERVER__SHUTDOWN_WAIT=2s)
+fi
 mapfile -t argv < <(python3 -c 'import json, sys; print("\n".join(json.loads(sys.argv[1])))' "$ENTRYPOINT")
-env -i HOME="$IMAGE_HOME" "$CHROOT" --userspec="$RUN_AS" "$MNT" "${argv[@]}" \
+env -i HOME="$IMAGE_HOME" ${extra[@]+"${extra[@]}"} "$CHROOT" --userspec="$RUN_AS" "$MNT" "${argv[@]}" \
   > "$WORK/stdout" 2> "$WORK/stderr" &
 pid=$!
 trap 'kill "$pid" 2>/dev/null || true' EXIT
@@ -158,16 +176,25 @@ echo "ok    /ready: $ready"
 echo "ok    /metrics: $metrics rmq_ samples"
 echo "ok    remoting port $REMOTING_PORT answers RocketMQ requests (clusterList, updateKvConfig)"
 echo "ok    runs as uid $uid; the KV store written to HOME on the volume ($VOLUME/namesrv/kvConfig.json)"
+start=$(date +%s%N)
 kill -TERM "$pid"
 for _ in $(seq 150); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
 if kill -0 "$pid" 2>/dev/null; then echo "still running 15 s after SIGTERM"; kill -KILL "$pid"; exit 1; fi
 code=0; wait "$pid" || code=$?
 [ "$code" -eq 0 ] || { echo "exit code $code after SIGTERM"; cat "$WORK/stderr"; exit 1; }
-echo "ok    SIGTERM: stopped, exit 0"
-EOF
-rm -rf "$work"
-if [ "$status" -ne 0 ]; then
-  echo "deploy/image.sh: smoke test of $tag FAILED" >&2
-  exit 1
+drained=""
+if grep -q "draining" "$WORK/stderr"; then drained=", after a drain (shutdown_gracefully)"; fi
+echo "ok    SIGTERM: stopped in $((($(date +%s%N) - start) / 1000000)) ms$drained, exit 0"
+ROUND
+  rm -rf "$work"
+  if [ "$status" -ne 0 ]; then
+    echo "deploy/image.sh: smoke test ($label) of $tag FAILED" >&2
+    return 1
+  fi
+  log "smoke test ($label) of $tag passed in $((SECONDS - t0)) s"
+}
+
+smoke_round "the image's config.toml"
+if [ -n "$chart_config" ]; then
+  smoke_round "$chart_config" "$(cd "$(dirname "$chart_config")" && pwd)/$(basename "$chart_config")"
 fi
-log "smoke test of $tag passed in $((SECONDS - t0)) s"
