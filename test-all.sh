@@ -52,6 +52,10 @@ check_tools() {
   fi
   command -v openssl >/dev/null 2>&1 || lack openssl openssl
   command -v unshare >/dev/null 2>&1 || lack unshare util-linux
+  # deploy/: check.sh builds helm and k8scheck with Go (above), image.sh builds the image with
+  # podman and smoke-tests it with curl.
+  command -v podman >/dev/null 2>&1 || lack podman podman
+  command -v curl >/dev/null 2>&1 || lack curl curl
 
   [ "${#missing[@]}" -eq 0 ] && return 0
   local line="test-all.sh: missing" sep=" " item
@@ -84,6 +88,14 @@ cargo build --release --locked
 
 # contrib/: alert rules (promtool), dashboard queries against the exported metrics, systemd unit.
 contrib/check.sh --binary target/release/rmq-namesrv
+
+# deploy/: the Helm chart (lint, strict decoding into the Kubernetes types, ports, probes and
+# drain timing against this binary's configuration), then the container image, built and run
+# with its own config.toml and with the one the chart renders (check.sh writes it).
+deploy/check.sh --binary target/release/rmq-namesrv
+deploy/image.sh --binary target/release/rmq-namesrv --smoke --config deploy/.cache/chart-config.toml
+# A certificate renewed through a Secret volume's ..data symlink is taken (the chart's TLS mount).
+deploy/secret_swap.sh --binary target/release/rmq-namesrv
 
 echo "== interop peers (cached in interop/.cache/)"
 interop/setup.sh
