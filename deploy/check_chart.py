@@ -33,9 +33,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CHART = os.path.join(ROOT, "deploy", "helm", "rmq-namesrv")
 # Keys the chart sets that a server binary may not know yet: they are being added in parallel.
 # A binary that refuses one of these is asked again without it, and the check says so.
-PENDING_KEYS = {("http", "nsaddr_dns"): "DNS discovery for the address server"}
-
-
 def read(*parts):
     with open(os.path.join(ROOT, *parts), encoding="utf-8") as f:
         return f.read()
@@ -140,7 +137,7 @@ class Pod:
         return best
 
 
-def effective_config(pod, server, binary, notes):
+def effective_config(pod, server, binary):
     """The pod's configuration as the server would load it."""
     rendered = tomllib.loads(pod.config_text)
     overrides = {k: v for k, v in pod.env.items() if k.startswith("NAMESRV__")}
@@ -150,44 +147,18 @@ def effective_config(pod, server, binary, notes):
             set_key(config, k[len("NAMESRV__"):].lower().replace("__", "."), v)
         return config, rendered, pod.config_text
     text = pod.config_text
-    for attempt in range(len(PENDING_KEYS) + 1):
-        with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False) as f:
-            f.write(text)
-        try:
-            env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": pod.env.get("HOME", "/nonexistent")}
-            env.update(overrides)
-            run = subprocess.run([binary, "--config", f.name, "--print-config"], env=env,
-                                 capture_output=True, text=True, timeout=30)
-        finally:
-            os.unlink(f.name)
-        if run.returncode == 0:
-            return tomllib.loads(run.stdout), rendered, text
-        refused = [key for key in PENDING_KEYS if f"unknown field `{key[1]}`" in run.stderr
-                   and key[1] in (rendered.get(key[0]) or {})]
-        if not refused:
-            raise SystemExit(f"check_chart.py: {binary} refuses the rendered config.toml:\n{run.stderr}")
-        section, key = refused[0]
-        notes.append(f"the binary does not know {section}.{key} yet ({PENDING_KEYS[refused[0]]}); "
-                     f"checked the rest of the configuration without it")
-        kept = tomllib.loads(text)
-        del kept[section][key]
-        text = "\n".join(dump_toml(kept)) + "\n"
-    raise SystemExit("check_chart.py: unreachable")
-
-
-def dump_toml(table, prefix=""):
-    """Enough TOML for a configuration of strings, numbers, booleans and lists."""
-    lines, subs = [], []
-    for k, v in table.items():
-        if isinstance(v, dict):
-            subs.append((k, v))
-        else:
-            lines.append(f"{k} = {json.dumps(v)}")
-    for k, v in subs:
-        name = f"{prefix}.{k}" if prefix else k
-        lines.append(f"[{name}]")
-        lines.extend(dump_toml(v, name))
-    return lines
+    with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False) as f:
+        f.write(text)
+    try:
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": pod.env.get("HOME", "/nonexistent")}
+        env.update(overrides)
+        run = subprocess.run([binary, "--config", f.name, "--print-config"], env=env,
+                             capture_output=True, text=True, timeout=30)
+    finally:
+        os.unlink(f.name)
+    if run.returncode != 0:
+        raise SystemExit(f"check_chart.py: {binary} refuses the rendered config.toml:\n{run.stderr}")
+    return tomllib.loads(run.stdout), rendered, text
 
 
 def check(pod, server, config, rendered, problems):
@@ -369,19 +340,17 @@ def main():
     ap.add_argument("--facts", required=True)
     ap.add_argument("--binary")
     ap.add_argument("--write-config", metavar="FILE",
-                    help="write the ConfigMap's config.toml as checked (without keys the binary does not know yet)")
+                    help="write the ConfigMap's config.toml as checked")
     args = ap.parse_args()
     with open(args.facts, encoding="utf-8") as f:
         objects = json.load(f)
     server, pod = Server(), Pod(objects)
-    notes, problems = [], []
-    config, rendered, accepted = effective_config(pod, server, args.binary, notes)
+    problems = []
+    config, rendered, accepted = effective_config(pod, server, args.binary)
     if args.write_config:
         with open(args.write_config, "w", encoding="utf-8") as f:
             f.write(accepted)
     check(pod, server, config, rendered, problems)
-    for n in notes:
-        print(f"note: {n}")
     for p in problems:
         print(f"{args.facts}: {p}", file=sys.stderr)
     if problems:

@@ -23,7 +23,9 @@ pub(crate) struct AddressBook {
     name: String,
     port: u16,
     refresh: Duration,
-    resolver: TokioResolver,
+    /// `http.nsaddr_dns_server`; `None`: the system's resolver.
+    server: Option<SocketAddr>,
+    resolver: Option<TokioResolver>,
     /// The last non-empty answer, `;`-separated.
     list: Option<Arc<str>>,
     /// Why the last resolution gave nothing, until one succeeds again.
@@ -38,13 +40,29 @@ pub(crate) struct AddressBook {
 pub(crate) struct CurrentAddresses;
 
 impl AddressBook {
-    /// The address book of `http`, when `http.nsaddr_dns` is set. The error names the key: the
-    /// system's DNS configuration could not be read.
-    pub(crate) fn of(http: &HttpConfig) -> Result<Option<Self>, String> {
-        let Some((name, port)) = http.nsaddr_dns_target() else {
-            return Ok(None);
-        };
-        let mut builder = match http.nsaddr_dns_server {
+    /// The address book of `http`, when `http.nsaddr_dns` is set.
+    pub(crate) fn of(http: &HttpConfig) -> Option<Self> {
+        let (name, port) = http.nsaddr_dns_target()?;
+        Some(Self {
+            name: name.to_owned(),
+            port,
+            refresh: http.nsaddr_refresh,
+            server: http.nsaddr_dns_server,
+            resolver: None,
+            list: None,
+            failure: None,
+            resolving: false,
+        })
+    }
+
+    /// The resolver, built at the first resolution (and again at each one until the system's
+    /// DNS configuration can be read: a pod's `/etc/resolv.conf` is there, a bare root file
+    /// system may have none; the server serves meanwhile, `/rocketmq/nsaddr` says why not).
+    fn resolver(&mut self) -> Result<TokioResolver, String> {
+        if let Some(resolver) = &self.resolver {
+            return Ok(resolver.clone());
+        }
+        let mut builder = match self.server {
             Some(server) => {
                 let servers =
                     NameServerConfigGroup::from_ips_clear(&[server.ip()], server.port(), true);
@@ -53,28 +71,24 @@ impl AddressBook {
                     TokioConnectionProvider::default(),
                 )
             }
-            None => Resolver::builder_tokio().map_err(|e| {
-                format!("http.nsaddr_dns: cannot read the system's DNS configuration: {e}")
-            })?,
+            None => Resolver::builder_tokio()
+                .map_err(|e| format!("cannot read the system's DNS configuration: {e}"))?,
         };
         fresh_answers(builder.options_mut());
-        Ok(Some(Self {
-            name: name.to_owned(),
-            port,
-            refresh: http.nsaddr_refresh,
-            resolver: builder.build(),
-            list: None,
-            failure: None,
-            resolving: false,
-        }))
+        let resolver = builder.build();
+        self.resolver = Some(resolver.clone());
+        Ok(resolver)
     }
 
     fn resolve(&mut self, ctx: &mut Context<Self>) {
         if self.resolving {
             return;
         }
+        let resolver = match self.resolver() {
+            Ok(resolver) => resolver,
+            Err(why) => return self.resolved(Err(why)),
+        };
         self.resolving = true;
-        let resolver = self.resolver.clone();
         let name = self.name.clone();
         let lookup = async move {
             resolver

@@ -47,8 +47,6 @@ pub enum StartError {
     Controller(#[from] ControllerStartError),
     #[error("no actix System is running; start the NameServer from inside one")]
     NoSystem,
-    #[error("{0}")]
-    AddressServer(String),
     #[error("cannot listen on {addr} (http.listen): {source}")]
     Http {
         addr: SocketAddr,
@@ -113,10 +111,7 @@ pub(super) fn check(config: Config, listener: std::net::TcpListener) -> Result<R
         None => None,
         Some(addr) => Some(bind_http(addr)?),
     };
-    let address_book = match http {
-        Some(_) => AddressBook::of(&config.http).map_err(StartError::AddressServer)?,
-        None => None,
-    };
+    let address_book = http.as_ref().and_then(|_| AddressBook::of(&config.http));
     Ok(Ready {
         config,
         kv_source,
