@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Interop runner: real RocketMQ brokers and clients against the NameServer under test.
 
-    interop/setup.sh && python3 interop/run.py [--namesrv ours|java|java4] [--only NAME,...]
+    interop/setup.sh && python3 interop/run.py [--namesrv ours|java|java4] [--only NAME,...] [NAME...]
 
 --namesrv ours   (default) target/release/rmq-namesrv, built by `cargo build --release`
 --namesrv java   the official Java NameServer 5.x (validates the scenarios themselves)
