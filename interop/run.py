@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Interop runner: real RocketMQ brokers and clients against the NameServer under test.
 
-    interop/setup.sh && python3 interop/run.py [--namesrv ours|java|java4] [--only NAME,...]
+    interop/setup.sh && python3 interop/run.py [--namesrv ours|java|java4] [--only NAME,...] [NAME...]
 
 --namesrv ours   (default) target/release/rmq-namesrv, built by `cargo build --release`
 --namesrv java   the official Java NameServer 5.x (validates the scenarios themselves)
@@ -412,11 +412,13 @@ class Ctx:
     # -- brokers -------------------------------------------------------------------------------
 
     def start_broker(self, line, namesrv, broker_name, broker_id=0, cluster="InteropCluster",
-                     role="ASYNC_MASTER", label=None, extra=None, jvm=(), address_server=None):
+                     role="ASYNC_MASTER", label=None, extra=None, jvm=(), address_server=None, wait=True):
         """Starts a Java broker of `line` ("5" or "4") registering to `namesrv` (a;b); jvm: more
         JVM options (the tls.* system properties). address_server "127.0.0.1:PORT" (namesrv
         None): no namesrvAddr; the broker fetches its NameServer list from that HTTP address
-        server (fetchNamesrvAddrByAddressServer, rmqAddressServerDomain), 10 s after its start."""
+        server (fetchNamesrvAddrByAddressServer, rmqAddressServerDomain), 10 s after its start.
+        wait=False returns at once; then await_broker(proc) before using it (several brokers or a
+        proxy can start side by side)."""
         label = label or f"broker{line}-{broker_name}-{broker_id}"
         home = self.home(label)
         # listenPort p; the broker also binds p-2 (fast/VIP channel) and p+1 (HA; 4.9.x forces it)
@@ -475,8 +477,12 @@ class Ctx:
         proc.log = home / "logs" / "rocketmqlogs" / "broker.log"
         self.logs.append((f"{label} stdout", proc.stdout))
         self.logs.append((f"{label} broker.log", proc.log))
-        self._await_boot(proc, "boot success", 90)
+        if wait:
+            self.await_broker(proc)
         return proc
+
+    def await_broker(self, proc):
+        self._await_boot(proc, "boot success", 90)
 
     def restart_broker(self, old):
         """Starts a broker again with the same config, ports and store as `old` (which must be
@@ -492,16 +498,17 @@ class Ctx:
 
     # -- Java peers ----------------------------------------------------------------------------
 
-    def peer(self, line, main, args, timeout=120, stdin_text=None, expect_ok=True, jvm=()):
+    def peer(self, line, main, args, timeout=120, stdin_text=None, expect_ok=True, jvm=(), classpath=None):
         """Runs rmqinterop.<main> of client line `line` and returns its RESULT objects (a list
         for Admin batches, else one dict). Raises Fail (with the peer's output) when it does not
         finish in time, prints no RESULT line, or (expect_ok) reports ok=false. jvm: more JVM
-        options (the tls.* system properties)."""
+        options (the tls.* system properties). classpath: another one than client line `line`'s
+        (the gRPC SDK peer's)."""
         label = f"{main.lower()}{line}"
         home = self.home(label)
         argv = [java_bin(), *PEER_JVM, *jvm, f"-Duser.home={home}",
                 "-Drocketmq.client.rebalance.waitInterval=1000",
-                "-cp", client_classpath(line), f"rmqinterop.{main}", *[str(a) for a in args]]
+                "-cp", classpath or client_classpath(line), f"rmqinterop.{main}", *[str(a) for a in args]]
         (home / "argv.txt").write_text(" ".join(argv) + "\n")
         proc = self.spawn(label, argv, home, stdin=subprocess.PIPE if stdin_text is not None else subprocess.DEVNULL)
         logs = [(f"{label} stdout", proc.stdout), (f"{label} stderr", proc.stderr)]
@@ -2824,6 +2831,20 @@ def s_controller_etcd_takeover5(ctx):
 ISOLATED = False
 
 
+# ---------------------------------------------------------------------------------------------
+# the RocketMQ Proxy and the 5.x gRPC SDK (proxy.py): its scenarios join the list here
+
+def _register_proxy_scenarios():
+    if str(HERE) not in sys.path:
+        sys.path.insert(0, str(HERE))
+    sys.dont_write_bytecode = True  # no interop/__pycache__
+    import proxy
+    proxy.register(sys.modules[__name__])
+
+
+_register_proxy_scenarios()
+
+
 def enter_netns(args, argv):
     """Re-executes the runner in a new network namespace with only loopback (via unshare)."""
     unshare = shutil.which("unshare")
@@ -2863,6 +2884,7 @@ def main():
     parser.add_argument("--binary", default=str(OUR_BINARY.relative_to(REPO)),
                         help="our server's binary for --namesrv ours, relative to the repo root or absolute "
                              "(default: target/release/rmq-namesrv)")
+    parser.add_argument("names", nargs="*", help="scenario names to run (as --only; default: all)")
     parser.add_argument("--only", default="", help="comma-separated scenario names (default: all)")
     parser.add_argument("--list", action="store_true", help="list scenarios and exit")
     parser.add_argument("--count", type=int, default=20, help="messages per producer run (default 20)")
@@ -2882,8 +2904,8 @@ def main():
         ISOLATED = True
 
     selected = [s for s in SCENARIOS if args.namesrv in s[2]]
-    if args.only:
-        wanted = [w.strip() for w in args.only.split(",") if w.strip()]
+    if args.only or args.names:
+        wanted = [w.strip() for w in ",".join([args.only, *args.names]).split(",") if w.strip()]
         unknown = [w for w in wanted if w not in {s[0] for s in SCENARIOS}]
         if unknown:
             raise SystemExit(f"unknown scenario(s): {', '.join(unknown)}")

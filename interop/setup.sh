@@ -10,8 +10,10 @@
 # module proxy and PyPI.
 # Everything downloaded or built goes under interop/.cache/ (git-ignored):
 #   .cache/m2/                      Maven local repository (cache this folder in CI)
-#   .cache/lib/<role>-<version>/    jars with all runtime dependencies (role: server|client)
+#   .cache/lib/<role>-<version>/    jars with all runtime dependencies (role: server|client|proxy|
+#                                   grpc-client)
 #   .cache/classes/client-<ver>/    our peers (java/client, plus java/admin for 5.x) compiled
+#   .cache/classes/grpc-client-<ver>/  the gRPC SDK peer (java/grpc) compiled
 #   .cache/go/{bin,mod,build}/      Go peer rmq-go-peer, Go module and build caches
 #   .cache/cpp-venv/                venv with PyPI rocketmq==0.4.4 (rocketmq-client-cpp)
 # A warm cache makes this a no-op apart from a few file checks (Maven runs offline then).
@@ -54,20 +56,20 @@ resolve() {
     printf '%s %s' "$role" "$version" >"$stamp"
 }
 
-# compile VERSION SRC_DIRS...: javac our peers against lib/client-VERSION into
-# .cache/classes/client-VERSION/, skipped when sources and version are unchanged.
+# compile ROLE VERSION SRC_DIRS...: javac our peers against lib/ROLE-VERSION into
+# .cache/classes/ROLE-VERSION/, skipped when sources and version are unchanged.
 compile() {
-    local version="$1"
-    shift
-    local dest="$CACHE/classes/client-$version"
+    local role="$1" version="$2"
+    shift 2
+    local dest="$CACHE/classes/$role-$version"
     local stamp="$dest/.complete"
     local digest
     digest="$(cd "$HERE" && find "$@" -name '*.java' -type f | LC_ALL=C sort | xargs cat | sha256sum | cut -d' ' -f1) $version"
     if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$digest" ]; then
-        log "classes/client-$version: up to date"
+        log "classes/$role-$version: up to date"
         return
     fi
-    log "classes/client-$version: compiling $*"
+    log "classes/$role-$version: compiling $*"
     rm -rf "$dest"
     mkdir -p "$dest"
     local srcs=()
@@ -75,7 +77,7 @@ compile() {
     for dir in "$@"; do
         while IFS= read -r f; do srcs+=("$f"); done < <(find "$HERE/$dir" -name '*.java' -type f | LC_ALL=C sort)
     done
-    javac -nowarn -encoding UTF-8 --release 17 -d "$dest" -cp "$CACHE/lib/client-$version/*" "${srcs[@]}"
+    javac -nowarn -encoding UTF-8 --release 17 -d "$dest" -cp "$CACHE/lib/$role-$version/*" "${srcs[@]}"
     printf '%s' "$digest" >"$stamp"
 }
 
@@ -84,11 +86,16 @@ resolve server "$RMQ5_SERVER"
 resolve client "$RMQ5_CLIENT"
 resolve server "$RMQ4_SERVER"
 resolve client "$RMQ4_CLIENT"
+# the RocketMQ Proxy (cluster mode) and the 5.x gRPC SDK that talks to it
+resolve proxy "$RMQ_PROXY"
+resolve grpc-client "$RMQ_GRPC_CLIENT"
 
 # java/client: producer, consumer, route probe (same source for both client lines).
 # java/admin: DefaultMQAdminExt front end (5.x tools only).
-compile "$RMQ5_CLIENT" java/client java/admin
-compile "$RMQ4_CLIENT" java/client
+# java/grpc: the gRPC SDK peer (rocketmq-client-java only, no remoting client).
+compile client "$RMQ5_CLIENT" java/client java/admin
+compile client "$RMQ4_CLIENT" java/client
+compile grpc-client "$RMQ_GRPC_CLIENT" java/grpc
 
 # Go peer (go/) and C++ peer (cpp/peer.py); idempotent as well, under .cache/go and
 # .cache/cpp-venv.

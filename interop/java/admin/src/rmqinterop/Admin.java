@@ -16,6 +16,7 @@ import org.apache.rocketmq.acl.common.AclClientRPCHook;
 import org.apache.rocketmq.acl.common.SessionCredentials;
 import org.apache.rocketmq.client.exception.MQBrokerException;
 import org.apache.rocketmq.client.exception.MQClientException;
+import org.apache.rocketmq.common.TopicConfig;
 import org.apache.rocketmq.remoting.protocol.body.BrokerReplicasInfo;
 import org.apache.rocketmq.remoting.protocol.body.ClusterInfo;
 import org.apache.rocketmq.remoting.protocol.body.HARuntimeInfo;
@@ -64,6 +65,10 @@ import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
  *   getNamesrvConfig                 getNameServerConfig(all) -> configs {addr: {key: value}}
  *   updateNamesrvConfig K=V...       updateNameServerConfig(all)
  *   haStatus BROKERADDR              getBrokerHAStatus (asks the broker) -> master, masterAddr, slaves
+ *   createTopic BROKERADDR TOPIC QUEUES [KEY=VALUE...]  createAndUpdateTopicConfig on that broker
+ *                                    (QUEUES read and write queues, perm 6, topic attributes such
+ *                                    as message.type=FIFO, sent as "+KEY"); the broker then
+ *                                    registers the topic with its NameServers
  *
  * Controller (RIP-44) operations; CTL is one controller address (host:port):
  *   controllerMeta CTL               getControllerMetaData (1005) -> group, leaderId, leaderAddress,
@@ -294,6 +299,24 @@ public final class Admin {
                     .with("masterAddr", client == null ? null : client.getMasterAddr())
                     .with("masterCommitLogMaxOffset", ha.getMasterCommitLogMaxOffset())
                     .with("slaves", slaves);
+            }
+            case "createTopic": {
+                if (a.size() < 3) {
+                    throw new IllegalArgumentException(op + " BROKERADDR TOPIC QUEUES [KEY=VALUE...]");
+                }
+                int queues = Integer.parseInt(a.get(2));
+                TopicConfig config = new TopicConfig(a.get(1), queues, queues, 6);
+                Map<String, String> attributes = new TreeMap<>();
+                for (String kv : a.subList(3, a.size())) {
+                    int eq = kv.indexOf('=');
+                    if (eq <= 0) {
+                        throw new IllegalArgumentException(op + " ... KEY=VALUE");
+                    }
+                    attributes.put("+" + kv.substring(0, eq), kv.substring(eq + 1));
+                }
+                config.setAttributes(attributes);
+                admin.createAndUpdateTopicConfig(a.get(0), config);
+                return Util.obj().with("topic", a.get(1)).with("attributes", attributes);
             }
             case "controllerMeta":
                 need(a, 1, op + " CTL");
