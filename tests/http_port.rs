@@ -324,6 +324,7 @@ async fn the_address_server_answers_one_line_for_every_subgroup() {
         "/rocketmq/nsaddr",
         "/rocketmq/nsaddr-unit1?nofix=1",
         "/rocketmq/other",
+        "/rocketmq/",
     ] {
         let (status, body) = get(addr, path).await;
         assert_eq!(status, 200, "{path}");

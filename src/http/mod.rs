@@ -122,6 +122,8 @@ pub(crate) fn start(
         .route("/health", web::get().to(health).wrap(health_probe()))
         .route("/ready", web::get().to(ready).wrap(health_probe()))
         .route("/rocketmq/{subgroup}", web::get().to(nsaddr).wrap(probe()))
+        // The proxy's default namesrvDomainSubgroup is empty: it asks `/rocketmq/`.
+        .route("/rocketmq/", web::get().to(nsaddr).wrap(probe()))
         .route("/", web::get().to(status::page).wrap(status()))
         .route("/api/status", web::get().to(status::api).wrap(status()))
         .default_service(web::route().to(not_found).wrap(probe()));
