@@ -32,6 +32,7 @@ use super::handle::{health_of, Contained, NameServerHandle};
 use super::preflight::Ready;
 use crate::config::Config;
 use crate::controller_port::{ControllerPort, Shared};
+use crate::http::addresses::AddressBook;
 use crate::http::{HttpPort, Observed};
 use crate::product_env::ProductEnv;
 use crate::runtime_config::RuntimeConfig;
@@ -54,7 +55,6 @@ pub(super) fn launch(ready: Ready) -> NameServerHandle {
         client_tls,
         controller,
         http,
-        address_book,
     } = ready;
     let owners = start_owners(
         &config,
@@ -110,7 +110,7 @@ pub(super) fn launch(ready: Ready) -> NameServerHandle {
             http: config.http.clone(),
             access: Arc::clone(&access),
             access_guard: access_guard.clone(),
-            addresses: address_book.map(Actor::start),
+            addresses: AddressBook::of(&config.http).map(Actor::start),
         };
         // The HTTP port admits as the remoting port does (TLS mode, certificate), without
         // PROXY. HTTP clients speak at once: a silent one gets the handshake timeout.

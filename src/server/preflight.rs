@@ -18,7 +18,6 @@ use tracing::info;
 
 use crate::config::{expand_home, Config};
 use crate::controller_port::{self, ControllerStartError};
-use crate::http::addresses::AddressBook;
 
 /// Why a NameServer could not start.
 #[derive(Debug, thiserror::Error)]
@@ -72,8 +71,6 @@ pub(super) struct Ready {
     pub controller: Option<controller_port::Prepared>,
     /// The HTTP port's socket and address, when `http.listen` is set.
     pub http: Option<(tokio::net::TcpListener, SocketAddr)>,
-    /// The address list that follows DNS, when the HTTP port has `http.nsaddr_dns`.
-    pub address_book: Option<AddressBook>,
 }
 
 /// Checks and opens everything [`Ready`] holds (inside a running System: the sockets join its
@@ -111,7 +108,6 @@ pub(super) fn check(config: Config, listener: std::net::TcpListener) -> Result<R
         None => None,
         Some(addr) => Some(bind_http(addr)?),
     };
-    let address_book = http.as_ref().and_then(|_| AddressBook::of(&config.http));
     Ok(Ready {
         config,
         kv_source,
@@ -125,7 +121,6 @@ pub(super) fn check(config: Config, listener: std::net::TcpListener) -> Result<R
         client_tls,
         controller,
         http,
-        address_book,
     })
 }
 
