@@ -94,8 +94,6 @@ contrib/check.sh --binary target/release/rmq-namesrv
 # with its own config.toml and with the one the chart renders (check.sh writes it).
 deploy/check.sh --binary target/release/rmq-namesrv
 deploy/image.sh --binary target/release/rmq-namesrv --smoke --config deploy/.cache/chart-config.toml
-# A certificate renewed through a Secret volume's ..data symlink is taken (the chart's TLS mount).
-deploy/secret_swap.sh --binary target/release/rmq-namesrv
 
 echo "== interop peers (cached in interop/.cache/)"
 interop/setup.sh
