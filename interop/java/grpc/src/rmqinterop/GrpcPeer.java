@@ -126,21 +126,13 @@ public final class GrpcPeer {
             usage("--fifo needs --message-group");
         }
         List<String> errors = new ArrayList<>();
-        int buildAttempts = 0;
-        Producer producer = null;
         long t0 = System.currentTimeMillis();
-        while (producer == null) {
-            buildAttempts++;
-            try {
-                producer = PROVIDER.newProducerBuilder().setClientConfiguration(conf)
-                    .setTopics(topics.values().toArray(new String[0])).build();
-            } catch (Exception e) {
-                note(errors, "build: " + describe(e));
-                if (System.currentTimeMillis() > deadline) {
-                    return obj("ok", false, "buildAttempts", buildAttempts, "errors", errors);
-                }
-                Thread.sleep(500);
-            }
+        Built<Producer> built = buildUntil(() -> PROVIDER.newProducerBuilder().setClientConfiguration(conf)
+            .setTopics(topics.values().toArray(new String[0])).build(), deadline, errors);
+        int buildAttempts = built.attempts;
+        Producer producer = built.client;
+        if (producer == null) {
+            return obj("ok", false, "buildAttempts", buildAttempts, "errors", errors);
         }
         Map<String, Object> sent = new TreeMap<>();
         Map<String, Object> failedAttempts = new TreeMap<>();
@@ -250,18 +242,11 @@ public final class GrpcPeer {
         Map<String, Object> simple(ClientConfiguration conf, String group, long deadline) throws Exception {
             long t0 = System.currentTimeMillis();
             List<String> errors = new ArrayList<>();
-            SimpleConsumer c = null;
-            while (c == null) {
-                try {
-                    c = PROVIDER.newSimpleConsumerBuilder().setClientConfiguration(conf).setConsumerGroup(group)
-                        .setAwaitDuration(Duration.ofSeconds(5)).setSubscriptionExpressions(subscriptions()).build();
-                } catch (Exception e) {
-                    note(errors, "build: " + describe(e));
-                    if (System.currentTimeMillis() > deadline) {
-                        return result(false, t0, errors);
-                    }
-                    Thread.sleep(500);
-                }
+            SimpleConsumer c = buildUntil(() -> PROVIDER.newSimpleConsumerBuilder().setClientConfiguration(conf)
+                .setConsumerGroup(group).setAwaitDuration(Duration.ofSeconds(5))
+                .setSubscriptionExpressions(subscriptions()).build(), deadline, errors).client;
+            if (c == null) {
+                return result(false, t0, errors);
             }
             while (!done() && System.currentTimeMillis() < deadline) {
                 try {
@@ -281,21 +266,13 @@ public final class GrpcPeer {
         Map<String, Object> push(ClientConfiguration conf, String group, long deadline) throws Exception {
             long t0 = System.currentTimeMillis();
             List<String> errors = new ArrayList<>();
-            PushConsumer c = null;
-            while (c == null) {
-                try {
-                    c = PROVIDER.newPushConsumerBuilder().setClientConfiguration(conf).setConsumerGroup(group)
-                        .setSubscriptionExpressions(subscriptions()).setMessageListener(m -> {
-                            record(m);
-                            return ConsumeResult.SUCCESS;
-                        }).build();
-                } catch (Exception e) {
-                    note(errors, "build: " + describe(e));
-                    if (System.currentTimeMillis() > deadline) {
-                        return result(false, t0, errors);
-                    }
-                    Thread.sleep(500);
-                }
+            PushConsumer c = buildUntil(() -> PROVIDER.newPushConsumerBuilder().setClientConfiguration(conf)
+                .setConsumerGroup(group).setSubscriptionExpressions(subscriptions()).setMessageListener(m -> {
+                    record(m);
+                    return ConsumeResult.SUCCESS;
+                }).build(), deadline, errors).client;
+            if (c == null) {
+                return result(false, t0, errors);
             }
             while (!done() && System.currentTimeMillis() < deadline) {
                 Thread.sleep(100);
@@ -345,6 +322,36 @@ public final class GrpcPeer {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
+    }
+
+    /** Makes a client; may fail while the proxy does not know the topics or groups yet. */
+    private interface Builder<T> {
+        T build() throws Exception;
+    }
+
+    /** A client a builder made (null: the deadline passed first) and the tries it took. */
+    private static final class Built<T> {
+        T client;
+        int attempts;
+    }
+
+    /** Builds until it succeeds or the deadline passes, every 500 ms, noting each failure. */
+    private static <T> Built<T> buildUntil(Builder<T> builder, long deadline, List<String> errors)
+            throws InterruptedException {
+        Built<T> built = new Built<>();
+        while (built.client == null) {
+            built.attempts++;
+            try {
+                built.client = builder.build();
+            } catch (Exception e) {
+                note(errors, "build: " + describe(e));
+                if (System.currentTimeMillis() > deadline) {
+                    return built;
+                }
+                Thread.sleep(500);
+            }
+        }
+        return built;
     }
 
     private static void note(List<String> errors, String error) {
