@@ -43,18 +43,21 @@ use crate::tls_args::TlsArgs;
 mod ask;
 mod cluster;
 mod command;
+mod controller;
 mod format;
 mod kv;
+mod leader;
 mod namesrv_config;
 mod perm;
+mod replicas;
 mod report;
 mod status;
 mod topic;
 
 use ask::Ask;
-pub use command::AdminCommand;
+pub use command::{AdminCommand, ControllerAddrs};
 pub use format::{cluster_table, table};
-pub use report::{AdminError, Cause, Report};
+pub use report::{AdminError, Cause, Peer, Report};
 
 /// Exit status: success.
 pub const EXIT_OK: u8 = 0;
@@ -121,6 +124,56 @@ impl NamesrvList {
 
 /// Parses mqadmin's `-n` syntax: `host:port` entries separated by `;` (blank entries ignored).
 pub fn parse_namesrv_list(text: &str) -> Result<NamesrvList, String> {
+    parse_addr_list(text, "NameServer")
+}
+
+/// Parses mqadmin's `-a` syntax, as `-n`'s.
+pub fn parse_controller_list(text: &str) -> Result<NamesrvList, String> {
+    parse_addr_list(text, "controller")
+}
+
+/// Broker controller ids of `cleanBrokerMetadata -b`: the text as given (sent as it is, as
+/// mqadmin does), each `;`-separated entry checked to be a number.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BrokerIds(String);
+
+impl BrokerIds {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// Parses `1;2;3`.
+pub fn parse_broker_ids(text: &str) -> Result<BrokerIds, String> {
+    let text = text.trim();
+    for id in text.split(';') {
+        if id.trim().parse::<i64>().is_err() {
+            return Err(format!(
+                "{id:?} is not a broker id (the format is \"1;2;3\")"
+            ));
+        }
+    }
+    Ok(BrokerIds(text.to_owned()))
+}
+
+/// mqadmin's two-letter `-bn` (brokerName of electMaster and cleanBrokerMetadata), which clap
+/// cannot have as a short option, becomes `--brokerName` in the arguments after `admin`.
+pub fn mqadmin_args<I: IntoIterator<Item = std::ffi::OsString>>(
+    args: I,
+) -> Vec<std::ffi::OsString> {
+    let mut in_admin = false;
+    args.into_iter()
+        .map(|arg| {
+            if in_admin && arg == "-bn" {
+                return "--brokerName".into();
+            }
+            in_admin = in_admin || arg == "admin";
+            arg
+        })
+        .collect()
+}
+
+fn parse_addr_list(text: &str, what: &str) -> Result<NamesrvList, String> {
     let mut addrs = Vec::new();
     for entry in text.split(';').map(str::trim).filter(|e| !e.is_empty()) {
         let valid = entry
@@ -132,7 +185,7 @@ pub fn parse_namesrv_list(text: &str) -> Result<NamesrvList, String> {
         addrs.push(entry.to_owned());
     }
     if addrs.is_empty() {
-        return Err("no NameServer address given".to_owned());
+        return Err(format!("no {what} address given"));
     }
     Ok(NamesrvList(addrs))
 }
@@ -204,6 +257,72 @@ pub async fn execute(args: &AdminArgs) -> Report {
         AdminCommand::UpdateNamesrvConfig { key, value } => {
             namesrv_config::update_namesrv_config(&ask, key, value).await
         }
+        command => execute_controller(&ask, command).await,
+    }
+}
+
+/// The controller commands: `ask` is the NameServers' (for `-n`); each command's `-a` gives
+/// the controllers.
+async fn execute_controller(ask: &Ask<'_>, command: &AdminCommand) -> Report {
+    fn to<'b>(ask: &Ask<'_>, c: &'b ControllerAddrs) -> Ask<'b> {
+        ask.to(c.addrs.addrs(), Peer::Controller)
+    }
+    match command {
+        AdminCommand::GetControllerMetaData { controllers } => {
+            controller::get_controller_metadata(&to(ask, controllers)).await
+        }
+        AdminCommand::GetSyncStateSet {
+            controllers,
+            broker_name,
+            cluster,
+        } => {
+            let which = replicas::Which::of(broker_name.as_deref(), cluster.as_deref());
+            replicas::get_sync_state_set(ask, &to(ask, controllers), which).await
+        }
+        AdminCommand::GetBrokerEpoch {
+            broker_name,
+            cluster,
+        } => {
+            let which = replicas::Which::of(broker_name.as_deref(), cluster.as_deref());
+            replicas::get_broker_epoch(ask, which).await
+        }
+        AdminCommand::ElectMaster {
+            controllers,
+            broker_id,
+            broker_name,
+            cluster,
+        } => {
+            controller::elect_master(&to(ask, controllers), cluster, broker_name, *broker_id).await
+        }
+        AdminCommand::CleanBrokerMetadata {
+            controllers,
+            broker_ids,
+            broker_name,
+            cluster,
+            clean_living_broker,
+        } => {
+            let target = controller::CleanTarget {
+                cluster: cluster.as_deref(),
+                broker_name,
+                broker_ids: broker_ids.as_ref(),
+                clean_living_broker: *clean_living_broker,
+            };
+            controller::clean_broker_metadata(&to(ask, controllers), &target).await
+        }
+        AdminCommand::GetControllerConfig { controllers } => {
+            controller::get_controller_config(&to(ask, controllers)).await
+        }
+        AdminCommand::UpdateControllerConfig {
+            controllers,
+            key,
+            value,
+        } => controller::update_controller_config(&to(ask, controllers), key, value).await,
+        // The NameServer commands are matched in `execute`.
+        _ => Report {
+            stdout: String::new(),
+            stderr: "rmq-namesrv admin: not a controller command\n".to_owned(),
+            exit: EXIT_USAGE,
+        },
     }
 }
 
