@@ -361,16 +361,41 @@ mod tests {
 
     #[test]
     fn mqadmin_s_bn_becomes_broker_name_after_admin_only() {
-        let args = |list: &[&str]| list.iter().map(std::ffi::OsString::from).collect::<Vec<_>>();
+        let args = |list: &[&str]| {
+            list.iter()
+                .map(std::ffi::OsString::from)
+                .collect::<Vec<_>>()
+        };
         assert_eq!(
-            mqadmin_args(args(&["rmq", "-bn", "admin", "electMaster", "-bn", "b", "-b", "1"])),
-            args(&["rmq", "-bn", "admin", "electMaster", "--brokerName", "b", "-b", "1"])
+            mqadmin_args(args(&[
+                "rmq",
+                "-bn",
+                "admin",
+                "electMaster",
+                "-bn",
+                "b",
+                "-b",
+                "1"
+            ])),
+            args(&[
+                "rmq",
+                "-bn",
+                "admin",
+                "electMaster",
+                "--brokerName",
+                "b",
+                "-b",
+                "1"
+            ])
         );
     }
 
     #[test]
     fn broker_id_lists() {
-        assert_eq!(parse_broker_ids(" 1;2 ").map(|ids| ids.0), Ok("1;2".to_owned()));
+        assert_eq!(
+            parse_broker_ids(" 1;2 ").map(|ids| ids.0),
+            Ok("1;2".to_owned())
+        );
         assert!(parse_broker_ids("1;x").is_err());
         assert!(parse_broker_ids("").is_err());
         assert!(parse_controller_list(";")
