@@ -649,3 +649,54 @@ async fn reads_and_writes_given_a_follower_reach_the_leader() {
     second.stop().await;
     first.stop().await;
 }
+
+/// A controller whose etcd froze steps down: leader-only commands then end with exit 1 and say
+/// why, and work again once etcd is back.
+#[actix::test]
+async fn a_controller_without_leadership_is_exit_1_naming_why() {
+    let etcd = crate::support::etcd::start();
+    let dir = test_dir("adm-ctl-lost");
+    let mut config = controller_config(&dir);
+    config.controller.etcd_endpoints = etcd.endpoint();
+    config.controller.etcd_prefix = format!("/rmq-test/{}", dir.display());
+    config.controller.etcd_lease_ttl = Duration::from_secs(2);
+    let server = start_server(config);
+    let ctl = ctl_addr(&server);
+    let sync_state = || {
+        let ctl = ctl.clone();
+        async move { ctl_admin(&["getSyncStateSet", "-a", &ctl, "-b", "broker-x", "--json"]).await }
+    };
+    assert!(
+        eventually(Duration::from_secs(10), || async {
+            sync_state().await.code == 0
+        })
+        .await,
+        "never served as leader"
+    );
+    etcd.pause();
+    // Bounded: 50 tries, 200 ms apart (the lease TTL is 2 s).
+    let mut run = sync_state().await;
+    for _ in 0..50 {
+        if run.code != 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        run = sync_state().await;
+    }
+    // Its metadata names no leader: nobody to send the request to.
+    assert_eq!(run.code, 1, "{run:?}");
+    assert_eq!(
+        run.stderr,
+        format!("rmq-namesrv admin: controller {ctl} knows no controller leader\n")
+    );
+    assert_eq!(run.json()["results"][0]["error"]["kind"], "no_leader");
+    etcd.resume();
+    assert!(
+        eventually(Duration::from_secs(10), || async {
+            sync_state().await.code == 0
+        })
+        .await,
+        "not serving again after etcd came back"
+    );
+    server.stop().await;
+}
