@@ -1,8 +1,10 @@
 //! The controller commands (mqadmin's names and options) against our embedded controller: every
 //! command in text (mqadmin's layout) and `--json`, refused requests (exit 1 with the remark),
 //! unreachable controllers and brokers (exit 3), reads that follow the leader from a follower of
-//! two controllers on a real etcd, and getBrokerEpoch against a listener answering
-//! GET_BROKER_EPOCH_CACHE as a broker does.
+//! two controllers on a real etcd, a controller that lost its etcd lease (no leader), TLS and
+//! signing to the controller port, and getBrokerEpoch against a listener answering
+//! GET_BROKER_EPOCH_CACHE as a broker does (the interop scenario controller-admin5 asks real
+//! 5.5.0 brokers).
 
 use std::process::Command;
 use std::time::Duration;
@@ -698,5 +700,68 @@ async fn a_controller_without_leadership_is_exit_1_naming_why() {
         .await,
         "not serving again after etcd came back"
     );
+    server.stop().await;
+}
+
+/// The controller port behind enforcing TLS and the secure access profile: the commands reach it
+/// with --tls-ca, and a configuration change needs an admin's signature (--access-key).
+#[actix::test]
+async fn tls_and_signing_options_reach_the_controller_port() {
+    use crate::support::pki::{serving, Pki};
+    use rmq_namesrv::config::{Profile, TlsMode};
+
+    let dir = test_dir("adm-ctl-tls");
+    let pki = Pki::new(&dir);
+    let cert = pki.issue("server", 7);
+    let mut config = controller_config(&dir);
+    config.tls = serving(TlsMode::Enforcing, &cert);
+    let acl = dir.join("plain_acl.yml");
+    std::fs::write(
+        &acl,
+        "accounts:\n  - accessKey: adminKey\n    secretKey: adminSecret\n    admin: true\n",
+    )
+    .expect("write the ACL file");
+    config.access.acl_file = acl;
+    config.access.profile = Profile::Secure;
+    let server = start_server(config);
+    let ctl = ctl_addr(&server);
+    let ca = pki.ca_path.to_string_lossy().into_owned();
+
+    let run = ctl_admin(&["--tls-ca", &ca, "getControllerMetaData", "-a", &ctl]).await;
+    run.assert_ok();
+    assert!(
+        run.stdout
+            .contains(&format!("#ControllerLeaderAddress\t{ctl}\n")),
+        "{run:?}"
+    );
+    // Plaintext to an enforcing port: no answer, exit 3.
+    let run = ctl_admin(&["getControllerMetaData", "-a", &ctl]).await;
+    assert_eq!(run.code, 3, "{run:?}");
+
+    let update = [
+        "updateControllerConfig",
+        "-a",
+        &ctl,
+        "-k",
+        "enableElectUncleanMaster",
+        "-v",
+        "true",
+    ];
+    let mut unsigned = vec!["--tls-ca", &ca];
+    unsigned.extend(update);
+    let run = ctl_admin(&unsigned).await;
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(run.stderr.contains("NO_PERMISSION(16)"), "{run:?}");
+    let mut signed = vec![
+        "--tls-ca",
+        &ca,
+        "--access-key",
+        "adminKey",
+        "--secret-key",
+        "adminSecret",
+    ];
+    signed.extend(update);
+    let run = ctl_admin(&signed).await;
+    run.assert_ok();
     server.stop().await;
 }
