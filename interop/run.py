@@ -2840,6 +2840,8 @@ def _register_proxy_scenarios():
     sys.dont_write_bytecode = True  # no interop/__pycache__
     import proxy
     proxy.register(sys.modules[__name__])
+    import controller_admin
+    controller_admin.register(sys.modules[__name__])
 
 
 _register_proxy_scenarios()

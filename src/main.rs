@@ -71,7 +71,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::parse_from(rmq_namesrv::tools::admin::mqadmin_args(std::env::args_os()));
     if let Some(Command::Admin(args)) = cli.command {
         return admin(args);
     }
