@@ -60,6 +60,7 @@ async fn routes_are_served_at_once_after_a_restart_and_confirmed_by_registration
     register_and_stop(start_server(config.clone()), &[&a, &b]).await;
     assert!(dir.join("routes.json").exists(), "written at the stop");
 
+    config.http.listen = Some("127.0.0.1:0".parse().unwrap());
     let server = start_server(config);
     let (code, body) = route_code(&server, "orders").await;
     assert_eq!(code, 0, "the first request after the start: {body}");
@@ -70,6 +71,15 @@ async fn routes_are_served_at_once_after_a_restart_and_confirmed_by_registration
     assert_eq!(unconfirmed(&server).await, 2);
     let brokers = server.routes().send(ListBrokers).await.unwrap();
     assert!(brokers.iter().all(|b| b.unconfirmed), "{brokers:?}");
+    let http = server.http_addr().unwrap();
+    assert_eq!(support::http::get(http, "/ready", "").await.status, 200, "ready at once");
+    let metrics = support::http::get(http, "/metrics", "").await.body;
+    assert!(metrics.contains("rmq_namesrv_brokers_unconfirmed 2"), "{metrics}");
+    let status: serde_json::Value =
+        serde_json::from_str(&support::http::get(http, "/api/status", "").await.body).unwrap();
+    assert_eq!(status["counters"]["unconfirmed_brokers"], 2, "{status}");
+    let page = support::http::get(http, "/", "").await.body;
+    assert!(page.contains("unconfirmed</span>"), "the status page marks them");
 
     // broker-a registers again: confirmed; broker-b does not: gone after the grace (2 s).
     let mut conn = connect(&server).await;
@@ -144,4 +154,27 @@ async fn without_warm_restart_a_restart_is_empty_and_nothing_is_written() {
     let server = start_server(config);
     assert_eq!(route_code(&server, "orders").await.0, 17);
     server.stop().await;
+}
+
+#[actix::test]
+async fn the_tables_are_written_periodically_so_a_crash_loses_at_most_one_interval() {
+    let dir = test_dir("warm-restart-periodic");
+    let mut config = warm_config(&dir);
+    config.registry.snapshot_interval = Duration::from_secs(1);
+    let running = start_server(config.clone());
+    let mut conn = connect(&running).await;
+    let a = FakeBroker::master("broker-a", 10911, &["orders", "refunds"]);
+    assert_eq!(conn.request(a.register()).await.unwrap().code, 0);
+    let path = dir.join("routes.json");
+    let written = eventually(Duration::from_secs(10), || async {
+        std::fs::read_to_string(&path).is_ok_and(|t| t.contains("broker-a"))
+    })
+    .await;
+    assert!(written, "a periodic snapshot within snapshot_interval");
+    // A second server started from the file while the first still runs (as after a crash of
+    // the first, whose stop never wrote anything).
+    let restarted = start_server(config);
+    assert_eq!(route_code(&restarted, "orders").await.0, 0);
+    restarted.stop().await;
+    running.stop().await;
 }
