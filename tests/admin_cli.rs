@@ -16,6 +16,8 @@ mod run;
 mod commands;
 #[path = "admin_cli/controller.rs"]
 mod controller;
+#[path = "admin_cli/fleet.rs"]
+mod fleet;
 #[path = "admin_cli/name_servers.rs"]
 mod name_servers;
 #[path = "admin_cli/status.rs"]

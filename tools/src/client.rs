@@ -101,6 +101,60 @@ impl Client {
         .map_err(|_| ClientError::Timeout(timeout))?
     }
 
+    /// Sends `requests` with at most `window` in flight on this connection and hands each
+    /// response to `on_response` with the index of its request (responses may come in any
+    /// order). Every wait for a response is bounded by the timeout; memory is bounded by
+    /// `window`, however many requests there are.
+    pub async fn pipeline<I, F>(
+        &mut self,
+        requests: I,
+        window: usize,
+        mut on_response: F,
+    ) -> Result<(), ClientError>
+    where
+        I: IntoIterator<Item = RemotingCommand>,
+        F: FnMut(usize, RemotingCommand),
+    {
+        let window = window.max(1);
+        let mut requests = requests.into_iter().enumerate();
+        let mut in_flight: std::collections::HashMap<i32, usize> =
+            std::collections::HashMap::with_capacity(window);
+        let mut exhausted = false;
+        loop {
+            let mut fed = false;
+            while !exhausted && in_flight.len() < window {
+                let Some((index, mut request)) = requests.next() else {
+                    exhausted = true;
+                    break;
+                };
+                request.opaque = self.next_opaque;
+                self.next_opaque = self.next_opaque.wrapping_add(1);
+                in_flight.insert(request.opaque, index);
+                self.framed.feed(&request).await?;
+                fed = true;
+            }
+            if fed {
+                SinkExt::<&RemotingCommand>::flush(&mut self.framed).await?;
+            }
+            if in_flight.is_empty() {
+                return Ok(());
+            }
+            let frame = tokio::time::timeout(self.timeout, self.framed.next())
+                .await
+                .map_err(|_| ClientError::Timeout(self.timeout))?;
+            match frame {
+                Some(Ok(resp)) if resp.is_response() => {
+                    if let Some(index) = in_flight.remove(&resp.opaque) {
+                        on_response(index, resp);
+                    }
+                }
+                Some(Ok(_)) => {}
+                Some(Err(err)) => return Err(ClientError::Frame(err)),
+                None => return Err(ClientError::Closed),
+            }
+        }
+    }
+
     /// Sends a request flagged oneway; nothing comes back.
     pub async fn oneway(&mut self, request: RemotingCommand) -> Result<(), ClientError> {
         let flag = request.flag | rmq_protocol::command::FLAG_ONEWAY;

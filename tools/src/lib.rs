@@ -7,11 +7,13 @@
 //! - [`sim`]: simulated brokers and clients that keep talking to NameServers (the dev cluster);
 //! - [`admin`]: `rmq-namesrv admin`, mqadmin's NameServer commands;
 //! - [`tls_args`]: the `--tls...` options of every tool;
-//! - [`credentials`]: the `--access-key`/`--secret-key` signing options.
+//! - [`credentials`]: the `--access-key`/`--secret-key` signing options;
+//! - [`fleet`]: the fleet check, what differs between NameServers (the CLI's and the server's).
 
 pub mod admin;
 pub mod broker;
 pub mod client;
 pub mod credentials;
+pub mod fleet;
 pub mod sim;
 pub mod tls_args;

@@ -59,6 +59,15 @@ impl<'a> Ask<'a> {
         }
     }
 
+    /// How the fleet check reaches the servers: the same timeout, TLS and signing.
+    pub(super) fn reach(&self) -> crate::fleet::Reach {
+        crate::fleet::Reach {
+            timeout: self.timeout,
+            tls: self.tls.clone(),
+            credentials: self.credentials.clone(),
+        }
+    }
+
     pub(super) fn addrs(&self) -> &[String] {
         self.addrs
     }

@@ -97,6 +97,30 @@ pub enum AdminCommand {
         #[arg(short = 't', long = "topic", value_name = "FILTER")]
         topic_filter: Option<String>,
     },
+    /// Compare every NameServer of -n: brokers, topics and their queues, KV entries,
+    /// configuration (and with --data-versions the brokers' data versions); print what differs.
+    /// Exit 0 when they agree, 1 on drift, 3 when one cannot be asked.
+    FleetCheck {
+        /// KV namespaces to compare (repeatable; the protocol cannot list them).
+        #[arg(
+            short = 's',
+            long = "namespace",
+            value_name = "NAMESPACE",
+            default_value = "ORDER_TOPIC_CONFIG"
+        )]
+        namespaces: Vec<String>,
+        /// A configuration key not to compare (repeatable), beyond those that differ per
+        /// server by nature (listenPort, bindAddress, rocketmqHome, store paths).
+        #[arg(long = "ignore-key", value_name = "KEY")]
+        ignore_keys: Vec<String>,
+        /// Also compare the data version each NameServer stores of each broker
+        /// (QUERY_DATA_VERSION, which refreshes the broker's liveness there).
+        #[arg(long = "data-versions")]
+        data_versions: bool,
+        /// Route requests in flight on each connection.
+        #[arg(long, default_value_t = crate::fleet::DEFAULT_WINDOW as u64, value_parser = clap::value_parser!(u64).range(1..=65536))]
+        window: u64,
+    },
     /// Update one configuration key on every NameServer (UPDATE_NAMESRV_CONFIG).
     UpdateNamesrvConfig {
         /// A Java property name, e.g. orderMessageEnable.

@@ -46,7 +46,9 @@
 //!   deleteKvConfig, kvList), `perm` (wipeWritePerm, addWritePerm), `namesrv_config`
 //!   (getNamesrvConfig, updateNamesrvConfig), `status` (the status page's summary),
 //!   `controller` (getControllerMetaData, electMaster, cleanBrokerMetadata, getControllerConfig,
-//!   updateControllerConfig), `replicas` (getSyncStateSet, getBrokerEpoch).
+//!   updateControllerConfig), `replicas` (getSyncStateSet, getBrokerEpoch), `fleet`
+//!   (fleetCheck: what differs between the NameServers, crate::fleet; exit 0 when they agree,
+//!   1 on drift, 3 when one cannot be asked).
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -61,13 +63,14 @@ mod ask;
 mod cluster;
 mod command;
 mod controller;
+mod fleet;
 mod format;
 mod kv;
 mod leader;
 mod namesrv_config;
 mod perm;
 mod replicas;
-mod report;
+pub(crate) mod report;
 mod status;
 mod topic;
 
@@ -271,6 +274,20 @@ pub async fn execute(args: &AdminArgs) -> Report {
                 topic_filter: topic_filter.as_deref(),
             };
             status::status(&ask, &options).await
+        }
+        AdminCommand::FleetCheck {
+            namespaces,
+            ignore_keys,
+            data_versions,
+            window,
+        } => {
+            let options = crate::fleet::FleetOptions {
+                namespaces: namespaces.clone(),
+                ignored_keys: ignore_keys.clone(),
+                data_versions: *data_versions,
+                window: usize::try_from(*window).unwrap_or(crate::fleet::DEFAULT_WINDOW),
+            };
+            fleet::fleet_check(&args.target, &ask.reach(), &options).await
         }
         AdminCommand::UpdateNamesrvConfig { key, value } => {
             namesrv_config::update_namesrv_config(&ask, key, value).await

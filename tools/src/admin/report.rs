@@ -53,7 +53,7 @@ impl Peer {
 }
 
 impl Cause {
-    pub(super) fn from_client(err: &ClientError) -> Self {
+    pub(crate) fn from_client(err: &ClientError) -> Self {
         Self::Unreachable(match err {
             ClientError::Connect { source, .. } => source.to_string(),
             ClientError::Timeout(limit) => {
@@ -64,14 +64,14 @@ impl Cause {
     }
 
     /// A non-success response, or `None` for SUCCESS.
-    pub(super) fn of_response(resp: &RemotingCommand) -> Option<Self> {
+    pub(crate) fn of_response(resp: &RemotingCommand) -> Option<Self> {
         (resp.response_code() != ResponseCode::SUCCESS).then(|| Self::Answered {
             code: resp.code,
             remark: resp.remark.clone(),
         })
     }
 
-    pub(super) fn exit_code(&self) -> u8 {
+    pub(crate) fn exit_code(&self) -> u8 {
         match self {
             Self::Unreachable(_) => EXIT_UNREACHABLE,
             Self::Answered { .. } | Self::BadResponse(_) | Self::NoLeader => EXIT_ANSWERED,
@@ -123,7 +123,7 @@ impl fmt::Display for AdminError {
 }
 
 impl AdminError {
-    fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Value {
         let message = self.to_string();
         match &self.cause {
             Cause::Unreachable(_) => json!({ "kind": "unreachable", "message": message }),
@@ -200,7 +200,7 @@ pub(super) fn json_line(value: &Value) -> String {
 }
 
 /// The JSON (fastjson) body of a success response.
-pub(super) fn decode_body<T: DeserializeOwned>(resp: &RemotingCommand) -> Result<T, Cause> {
+pub(crate) fn decode_body<T: DeserializeOwned>(resp: &RemotingCommand) -> Result<T, Cause> {
     if resp.body_bytes().is_empty() {
         return Err(Cause::BadResponse("no body".to_owned()));
     }
