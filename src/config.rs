@@ -7,7 +7,10 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+mod fleet;
 mod http;
+pub use fleet::FleetConfig;
+use http::check_host_port;
 pub use http::HttpConfig;
 
 pub use crate::controller_config::ControllerConfig;
@@ -56,6 +59,8 @@ pub struct Config {
     pub cluster_test: ClusterTestConfig,
     pub log: LogConfig,
     pub http: HttpConfig,
+    /// The periodic fleet check: drift between this server and its peers (crate::fleet).
+    pub fleet: FleetConfig,
     /// Access control: request classes, policies, accounts, the audit log (docs/access.md).
     pub access: AccessSettings,
     /// The embedded 5.x controller (docs/controller.md).
@@ -296,6 +301,7 @@ impl Config {
         self.tls.validate()?;
         self.proxy_protocol.validate()?;
         self.http.validate()?;
+        self.fleet.validate(&self.http)?;
         self.log.validate()?;
         self.access.validate()?;
         self.controller.validate()?;

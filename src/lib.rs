@@ -49,6 +49,7 @@
 pub mod config;
 pub mod controller_config;
 pub mod controller_port;
+mod fleet;
 pub mod health;
 mod http;
 pub mod java_keys;

@@ -97,7 +97,7 @@ impl HttpConfig {
 }
 
 /// `host:port` with a port number and no spaces (clients split the list on `;` and trim nothing).
-fn check_host_port(addr: &str) -> Result<(), String> {
+pub(super) fn check_host_port(addr: &str) -> Result<(), String> {
     let valid = addr
         .rsplit_once(':')
         .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok())

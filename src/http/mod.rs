@@ -7,6 +7,7 @@
 mod access;
 pub(crate) mod addresses;
 mod door;
+mod fleet_view;
 mod metrics;
 mod status;
 
@@ -30,6 +31,7 @@ use tokio::sync::watch;
 use tracing::info;
 
 use crate::config::HttpConfig;
+use crate::fleet::{FleetWatch, StopChecking};
 use crate::health::Health;
 use addresses::{AddressBook, CurrentAddresses, StopResolving};
 use door::{HttpDoor, StopServing};
@@ -57,6 +59,8 @@ pub(crate) struct Observed {
     pub access_guard: Option<Addr<AccessGuard>>,
     /// The address list that follows DNS (`http.nsaddr_dns`), when set.
     pub addresses: Option<Addr<AddressBook>>,
+    /// The periodic fleet check (`[fleet]`), when on.
+    pub fleet: Option<Addr<FleetWatch>>,
 }
 
 /// Asks every actor whether it is alive (the handle's health check, shared with the HTTP port).
@@ -69,6 +73,7 @@ pub struct HttpPort {
     addr: SocketAddr,
     door: Addr<HttpDoor>,
     addresses: Option<Addr<AddressBook>>,
+    fleet: Option<Addr<FleetWatch>>,
 }
 
 impl HttpPort {
@@ -86,6 +91,9 @@ impl HttpPort {
     pub async fn stop(&self) {
         if let Some(book) = &self.addresses {
             book.do_send(StopResolving);
+        }
+        if let Some(fleet) = &self.fleet {
+            fleet.do_send(StopChecking);
         }
         let _ = self
             .door
@@ -111,6 +119,7 @@ pub(crate) fn start(
 ) -> HttpPort {
     let tls = front_door.mode;
     let addresses = observed.addresses.clone();
+    let fleet = observed.fleet.clone();
     // Access is decided per routed resource (the router's decoded, normalized path), never on
     // the raw request path: `/%61pi/status` is `/api/status` to both.
     let probe = || from_fn(access::probe_class);
@@ -133,6 +142,7 @@ pub(crate) fn start(
         addr,
         door,
         addresses,
+        fleet,
     }
 }
 

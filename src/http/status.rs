@@ -17,6 +17,7 @@ use rmq_protocol::code::version;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use super::fleet_view::{fleet_json, render_fleet};
 use super::metrics::{collect, requests_by_name, Scrape};
 use super::Observed;
 
@@ -69,6 +70,7 @@ async fn status(observed: &Observed, filter: &str) -> Value {
                 "tls": c.tls,
             })).collect::<Vec<_>>(),
         },
+        "fleet": fleet_json(&scrape, observed.fleet.is_some()),
         "refresh_seconds": observed.http.page_refresh.as_secs().max(1),
     })
 }
@@ -227,7 +229,7 @@ pub(crate) async fn page(observed: web::Data<Observed>, query: web::Query<Query>
 }
 
 /// HTML-escapes a value's text.
-fn esc(value: &Value) -> String {
+pub(super) fn esc(value: &Value) -> String {
     let text = match value {
         Value::String(s) => s.clone(),
         Value::Null => String::new(),
@@ -297,6 +299,7 @@ fn render(d: &Value) -> String {
     render_counters(&mut h, d);
     render_clusters(&mut h, d);
     render_topics(&mut h, d);
+    render_fleet(&mut h, d);
     render_kv(&mut h, d);
     render_connections(&mut h, d);
     h

@@ -32,6 +32,7 @@ use super::handle::{health_of, Contained, NameServerHandle};
 use super::preflight::Ready;
 use crate::config::Config;
 use crate::controller_port::{ControllerPort, Shared};
+use crate::fleet::FleetWatch;
 use crate::http::addresses::AddressBook;
 use crate::http::{HttpPort, Observed};
 use crate::product_env::ProductEnv;
@@ -111,6 +112,7 @@ pub(super) fn launch(ready: Ready) -> NameServerHandle {
             access: Arc::clone(&access),
             access_guard: access_guard.clone(),
             addresses: AddressBook::of(&config.http).map(Actor::start),
+            fleet: FleetWatch::of(&config, local_addr, client_tls.clone()).map(Actor::start),
         };
         // The HTTP port admits as the remoting port does (TLS mode, certificate), without
         // PROXY. HTTP clients speak at once: a silent one gets the handshake timeout.

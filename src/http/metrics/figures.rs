@@ -6,6 +6,9 @@ use rmq_actors::messages::{
 };
 use rmq_actors::metrics::{CollectWorkerMetrics, WorkerSnapshot};
 
+use std::sync::Arc;
+
+use crate::fleet::{FleetReport, LatestFindings};
 use crate::health::Health;
 use crate::http::Observed;
 
@@ -19,6 +22,8 @@ pub(crate) struct Scrape {
     pub open_connections: usize,
     pub go_away: u64,
     pub health: Option<Health>,
+    /// The latest fleet check, when `[fleet]` is on and a check has ended.
+    pub fleet: Option<Arc<FleetReport>>,
 }
 
 /// Collects a scrape from every actor; an actor that does not answer contributes nothing.
@@ -49,5 +54,8 @@ pub(crate) async fn collect(observed: &Observed, with_kv_table: bool) -> Scrape 
         .unwrap_or(0);
     scrape.go_away = observed.housekeeping.send(GoAwayCount).await.unwrap_or(0);
     scrape.health = Some((observed.health)().await);
+    if let Some(fleet) = &observed.fleet {
+        scrape.fleet = fleet.send(LatestFindings).await.ok().flatten();
+    }
     scrape
 }

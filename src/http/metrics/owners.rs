@@ -5,6 +5,7 @@
 
 use rmq_actors::limits::Limit;
 use rmq_actors::metrics::{Family, Kind, Sample};
+use rmq_tools::fleet::DriftKind;
 
 use super::figures::Scrape;
 
@@ -37,7 +38,7 @@ pub(super) const BUILD_INFO: Owned = owned(
 );
 
 /// Shown after the connection threads' families, in this order.
-pub(super) const OWNED: [Owned; 16] = [
+pub(super) const OWNED: [Owned; 18] = [
     owned(
         Kind::Counter,
         "registrations",
@@ -169,6 +170,31 @@ pub(super) const OWNED: [Owned; 16] = [
         "Requests answered GO_AWAY during a graceful drain.",
         &[],
         |s| Sample::one(s.go_away),
+    ),
+    owned(
+        Kind::Gauge,
+        "fleet_drift",
+        "Differences between this server and its peers at the latest fleet check, by kind (with [fleet]).",
+        &["kind"],
+        |s| {
+            let Some(fleet) = &s.fleet else {
+                return Vec::new();
+            };
+            let kinds = DriftKind::ALL.iter();
+            kinds
+                .map(|k| sample([k.label()], fleet.view.counts.get(k).copied().unwrap_or(0)))
+                .collect()
+        },
+    ),
+    owned(
+        Kind::Gauge,
+        "fleet_unreachable",
+        "Name servers of the fleet that could not be asked at the latest fleet check (with [fleet]).",
+        &[],
+        |s| {
+            let fleet = s.fleet.iter();
+            fleet.map(|f| Sample::number(Vec::new(), f.view.failures.len() as u64)).collect()
+        },
     ),
 ];
 
