@@ -2237,6 +2237,7 @@ def s_acl_broker_network5(ctx):
           f"in its log); broker-signed (innerClientAuthenticationCredentials) in C only (B refused it "
           f"{len(seen['b2-b'])} time(s)); producer sent {n} through A; {transport} registration(s) failed "
           f"with a transport error (a connection idle past tls.handshake_timeout closed by our server)", flush=True)
+    return a, b, c  # the three servers, for fleet.py's fleetCheck of this state
 
 
 @scenario("acl-go-client5", modes=("ours",))
@@ -2842,6 +2843,8 @@ def _register_proxy_scenarios():
     proxy.register(sys.modules[__name__])
     import controller_admin
     controller_admin.register(sys.modules[__name__])
+    import fleet
+    fleet.register(sys.modules[__name__])
 
 
 _register_proxy_scenarios()

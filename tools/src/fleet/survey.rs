@@ -141,10 +141,17 @@ async fn route_digests(
 ) -> Result<Vec<(String, u64)>, Cause> {
     let mut digests: Vec<Option<u64>> = vec![None; topics.len()];
     let mut failure: Option<Cause> = None;
-    let requests = topics
-        .iter()
-        .map(|topic| route_request(reach, topic))
-        .collect::<Result<Vec<_>, Cause>>()?;
+    // Built as they are sent, never all at once. Signing depends on the credentials only: once
+    // it works for the first request, it works for every one.
+    if let Some(first) = topics.first() {
+        route_request(reach, first)?;
+    }
+    let requests = topics.iter().map(|topic| {
+        let mut request = route_command(topic);
+        // An unsigned request (cannot be, see above) would be refused and reported.
+        let _ = reach.sign(&mut request);
+        request
+    });
     client
         .pipeline(requests, window, |index, resp| {
             if resp.response_code() == ResponseCode::TOPIC_NOT_EXIST {
@@ -176,14 +183,17 @@ async fn route_digests(
 
 /// A signed GET_ROUTEINFO_BY_TOPIC request.
 pub(super) fn route_request(reach: &Reach, topic: &str) -> Result<RemotingCommand, Cause> {
+    let mut request = route_command(topic);
+    reach.sign(&mut request)?;
+    Ok(request)
+}
+
+fn route_command(topic: &str) -> RemotingCommand {
     let header = GetRouteInfoHeader {
         topic: Some(topic.to_owned()),
         ..GetRouteInfoHeader::default()
     };
-    let mut request = RemotingCommand::request(RequestCode::GET_ROUTEINFO_BY_TOPIC)
-        .with_ext_fields(header.to_ext());
-    reach.sign(&mut request)?;
-    Ok(request)
+    RemotingCommand::request(RequestCode::GET_ROUTEINFO_BY_TOPIC).with_ext_fields(header.to_ext())
 }
 
 /// The queue data of a route, in broker-name order, as one number.
