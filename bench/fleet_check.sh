@@ -32,11 +32,19 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# One broker group registering every topic: a body over the default 16 MiB frame limit.
+cat >"$work/namesrv.toml" <<'TOML'
+[server]
+max_frame_bytes = 67108864
+max_inflated_body_bytes = 67108864
+max_decoding_bytes = 268435456
+TOML
+
 addrs=()
 for i in 1 2 3; do
     dir="$work/ns$i"
     mkdir -p "$dir"
-    "$namesrv" --listen 127.0.0.1:0 --kv-config-path "$dir/kvConfig.json" \
+    "$namesrv" --config "$work/namesrv.toml" --listen 127.0.0.1:0 --kv-config-path "$dir/kvConfig.json" \
         --config-store-path "$dir/namesrv.properties" >"$dir/stdout" 2>"$dir/stderr" &
     pids+=("$!")
     for _ in $(seq 100); do
