@@ -8,7 +8,6 @@ use rmq_tools::fleet::DriftKind;
 use serde_json::{json, Map, Value};
 
 use super::metrics::Scrape;
-use super::status::esc;
 
 /// `null` when `[fleet]` is off; `{"checked": false}` before the first check ends; else
 /// `{"checked":true,"agrees":BOOL,"checked_at_ms":MS,"elapsed_ms":MS,"servers":[ADDR...],
@@ -59,8 +58,8 @@ pub(super) fn fleet_json(scrape: &Scrape, enabled: bool) -> Value {
     })
 }
 
-/// The section: nothing when `[fleet]` is off.
-pub(super) fn render_fleet(h: &mut String, d: &Value) {
+/// The section (client text escaped with `esc`, the page's): nothing when `[fleet]` is off.
+pub(super) fn render_fleet(h: &mut String, d: &Value, esc: fn(&Value) -> String) {
     let fleet = &d["fleet"];
     if fleet.is_null() {
         return;

@@ -229,7 +229,7 @@ pub(crate) async fn page(observed: web::Data<Observed>, query: web::Query<Query>
 }
 
 /// HTML-escapes a value's text.
-pub(super) fn esc(value: &Value) -> String {
+fn esc(value: &Value) -> String {
     let text = match value {
         Value::String(s) => s.clone(),
         Value::Null => String::new(),
@@ -299,7 +299,7 @@ fn render(d: &Value) -> String {
     render_counters(&mut h, d);
     render_clusters(&mut h, d);
     render_topics(&mut h, d);
-    render_fleet(&mut h, d);
+    render_fleet(&mut h, d, esc);
     render_kv(&mut h, d);
     render_connections(&mut h, d);
     h

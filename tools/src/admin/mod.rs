@@ -77,16 +77,9 @@ mod topic;
 use ask::Ask;
 pub use command::{AdminCommand, ControllerAddrs};
 pub use format::{cluster_table, table};
-pub use report::{AdminError, Cause, Peer, Report};
-
-/// Exit status: success.
-pub const EXIT_OK: u8 = 0;
-/// Exit status: a NameServer answered a non-success code or an unreadable response.
-pub const EXIT_ANSWERED: u8 = 1;
-/// Exit status: usage error (what clap exits with).
-pub const EXIT_USAGE: u8 = 2;
-/// Exit status: a NameServer cannot be reached.
-pub const EXIT_UNREACHABLE: u8 = 3;
+pub use report::{
+    AdminError, Cause, Peer, Report, EXIT_ANSWERED, EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE,
+};
 
 /// `rmq-namesrv admin`: options shared by every command, then the command.
 #[derive(Debug, Clone, Args)]

@@ -8,8 +8,16 @@ use rmq_protocol::{fastjson, RemotingCommand, ResponseCode};
 use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 
-use super::{EXIT_ANSWERED, EXIT_UNREACHABLE};
 use crate::client::ClientError;
+
+/// Exit status: success.
+pub const EXIT_OK: u8 = 0;
+/// Exit status: a NameServer answered a non-success code or an unreadable response.
+pub const EXIT_ANSWERED: u8 = 1;
+/// Exit status: usage error (what clap exits with).
+pub const EXIT_USAGE: u8 = 2;
+/// Exit status: a NameServer cannot be reached.
+pub const EXIT_UNREACHABLE: u8 = 3;
 
 /// Why one NameServer gave no usable answer.
 #[derive(Debug, Clone, PartialEq, Eq)]

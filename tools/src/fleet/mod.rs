@@ -33,8 +33,7 @@ use rmq_protocol::body::TopicRouteData;
 use rmq_protocol::{RemotingCommand, ResponseCode};
 use rustls::ClientConfig;
 
-use crate::admin::report::decode_body;
-use crate::admin::{AdminError, Cause, Peer};
+use crate::admin::report::{decode_body, AdminError, Cause, Peer};
 use crate::client::Client;
 use crate::credentials::Credentials;
 pub use survey::{BrokerInstance, Survey};

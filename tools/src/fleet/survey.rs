@@ -11,8 +11,7 @@ use rmq_protocol::custom_headers::{
 use rmq_protocol::{properties, RemotingCommand, RequestCode, ResponseCode};
 
 use super::{FleetOptions, Reach};
-use crate::admin::report::decode_body;
-use crate::admin::Cause;
+use crate::admin::report::{decode_body, Cause};
 use crate::client::Client;
 
 /// A broker instance as cluster info names it.
