@@ -54,7 +54,7 @@ const DAEMON: Ladder = Ladder {
     rungs: &[
         &["java_keys", "health", "notify", "controller_config"],
         &["config"],
-        &["java_props", "logging"],
+        &["java_props", "logging", "fleet"],
         &["runtime_config", "product_env", "http", "controller_port"],
         &["server"],
     ],
@@ -64,7 +64,9 @@ const TOOLS: Ladder = Ladder {
     src: "tools/src",
     rungs: &[
         &["client", "broker", "tls_args", "credentials"],
-        &["sim", "admin"],
+        &["outcome", "sim"],
+        &["fleet"],
+        &["admin"],
     ],
 };
 

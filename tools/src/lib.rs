@@ -8,6 +8,8 @@
 //! - [`admin`]: `rmq-namesrv admin`, mqadmin's NameServer commands;
 //! - [`tls_args`]: the `--tls...` options of every tool;
 //! - [`credentials`]: the `--access-key`/`--secret-key` signing options;
+//! - [`outcome`]: why a server gave no usable answer, the exit statuses, body decoding (shared
+//!   by `admin` and `fleet`);
 //! - [`fleet`]: the fleet check, what differs between NameServers (the CLI's and the server's).
 
 pub mod admin;
@@ -15,5 +17,6 @@ pub mod broker;
 pub mod client;
 pub mod credentials;
 pub mod fleet;
+pub mod outcome;
 pub mod sim;
 pub mod tls_args;

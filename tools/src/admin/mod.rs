@@ -70,7 +70,7 @@ mod leader;
 mod namesrv_config;
 mod perm;
 mod replicas;
-pub(crate) mod report;
+mod report;
 mod status;
 mod topic;
 

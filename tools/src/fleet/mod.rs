@@ -33,9 +33,9 @@ use rmq_protocol::body::TopicRouteData;
 use rmq_protocol::{RemotingCommand, ResponseCode};
 use rustls::ClientConfig;
 
-use crate::admin::report::{decode_body, AdminError, Cause, Peer};
 use crate::client::Client;
 use crate::credentials::Credentials;
+use crate::outcome::{decode_body, AdminError, Cause, Peer};
 pub use survey::{BrokerInstance, Survey};
 
 /// Findings of each kind kept (and printed) at most; the counts are complete.

@@ -11,8 +11,8 @@ use rmq_protocol::custom_headers::{
 use rmq_protocol::{properties, RemotingCommand, RequestCode, ResponseCode};
 
 use super::{FleetOptions, Reach};
-use crate::admin::report::{decode_body, Cause};
 use crate::client::Client;
+use crate::outcome::{decode_body, Cause};
 
 /// A broker instance as cluster info names it.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
