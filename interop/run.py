@@ -376,9 +376,10 @@ class Ctx:
     def _start_java_namesrv(self, label, line, jvm=(), props=None):
         """props: more keys of its -c properties file (the controller's)."""
         home = self.home(label)
-        port = free_port()
-        conf = home / "namesrv.properties"
         more = props or {}
+        # a fixed listenPort in props: a restart on the same address
+        port = int(more.get("listenPort") or free_port())
+        conf = home / "namesrv.properties"
         props = {
             "listenPort": port,
             "kvConfigPath": home / "kvConfig.json",
@@ -2842,6 +2843,8 @@ def _register_proxy_scenarios():
     proxy.register(sys.modules[__name__])
     import controller_admin
     controller_admin.register(sys.modules[__name__])
+    import rolling
+    rolling.register(sys.modules[__name__])
 
 
 _register_proxy_scenarios()
