@@ -61,4 +61,7 @@ pub use rmq_actors as actors;
 pub use rmq_protocol as protocol;
 pub use rmq_tools as tools;
 pub use rmq_transport as transport;
-pub use server::{ActorStatus, Health, NameServer, NameServerHandle, StartError};
+pub use server::{
+    ActorStatus, ControllerHandle, Health, NameServer, NameServerHandle, StandaloneController,
+    StartError,
+};
