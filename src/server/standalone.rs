@@ -22,7 +22,17 @@ use super::preflight::{self, StartError};
 use crate::config::Config;
 use crate::controller_port::{self, ControllerPort, ControllerStartError};
 use crate::health::{ActorStatus, Health};
+use crate::java_keys::JAVA_KEYS;
 use crate::http::{HttpPort, Observed};
+
+/// The sections only a NameServer uses.
+const NAMESRV_SECTIONS: [&str; 4] = ["registry", "kv", "cluster_test", "admin"];
+
+/// Keys of those sections the controller reads too.
+const USED_BY_THE_CONTROLLER: &[&str] = &[
+    // `scanNotActiveBrokerInterval`: the controller's heartbeat-expiry scan.
+    "registry.scan_interval",
+];
 
 /// A standalone controller to start: `config`'s `[controller]` (turned on whatever
 /// `controller.enabled` says), front door (`server`, `tls`, `proxy_protocol`, `access`), `http`
@@ -41,6 +51,43 @@ impl StandaloneController {
 
     pub fn config(&self) -> &Config {
         &self.config
+    }
+
+    /// The settings given (changed from their defaults) that a standalone controller does not
+    /// use: the NameServer's, by our key and the Java property when there is one, for a warning
+    /// at start as the daemon gives for a Java key without effect.
+    pub fn unused_settings(&self) -> Vec<String> {
+        let given = toml::Value::try_from(&self.config).ok();
+        let default = toml::Value::try_from(Config::default()).ok();
+        let (Some(given), Some(default)) = (given, default) else {
+            return Vec::new();
+        };
+        let mut unused = Vec::new();
+        for section in NAMESRV_SECTIONS {
+            let (Some(mine), Some(base)) = (given.get(section), default.get(section)) else {
+                continue;
+            };
+            let Some(mine) = mine.as_table() else {
+                continue;
+            };
+            for (key, value) in mine {
+                let ours = format!("{section}.{key}");
+                if base.get(key) != Some(value) && !USED_BY_THE_CONTROLLER.contains(&&*ours) {
+                    unused.push(ours);
+                }
+            }
+        }
+        if self.config.server.listen != Config::default().server.listen {
+            // Java's controller also listens on its controllerDLegerPeers address only.
+            unused.push("server.listen (listenPort)".to_owned());
+        }
+        unused
+            .into_iter()
+            .map(|ours| match JAVA_KEYS.iter().find(|k| k.ours == ours) {
+                Some(key) => format!("{ours} ({})", key.java),
+                None => ours,
+            })
+            .collect()
     }
 
     /// Binds this node's address in `controller.peers` (and `http.listen`) and starts. Call from
