@@ -261,9 +261,7 @@ impl Daemon for ControllerHandle {
 }
 
 /// Serves a started daemon until SIGINT/SIGTERM (a graceful stop) or an actor lost.
-async fn serve<D: Daemon>(
-    started: Result<D, rmq_namesrv::StartError>,
-) -> Result<(), RunError> {
+async fn serve<D: Daemon>(started: Result<D, rmq_namesrv::StartError>) -> Result<(), RunError> {
     // Caught before the server announces itself (see Signals).
     let signals = Signals::catch();
     let server = started.map_err(RunError::Start)?;

@@ -183,21 +183,30 @@ async fn serves_the_controller_only(daemon: &Standalone, group: &str) {
     // Requests are counted (the refused ones by their code); the registry's and KV's
     // families are absent.
     assert!(
-        metrics.body.contains(
-            "{code=\"105\",request=\"GET_ROUTEINFO_BY_TOPIC\",response_code=\"3\"} 1"
-        ),
+        metrics
+            .body
+            .contains("{code=\"105\",request=\"GET_ROUTEINFO_BY_TOPIC\",response_code=\"3\"} 1"),
         "{}",
         metrics.body
     );
-    assert!(metrics.body.contains("rmq_namesrv_actor_alive{actor=\"controller\"} 1"));
-    for absent in ["rmq_namesrv_topics ", "rmq_namesrv_kv_entries", "live_brokers"] {
+    assert!(metrics
+        .body
+        .contains("rmq_namesrv_actor_alive{actor=\"controller\"} 1"));
+    for absent in [
+        "rmq_namesrv_topics ",
+        "rmq_namesrv_kv_entries",
+        "live_brokers",
+    ] {
         assert!(!metrics.body.contains(absent), "{absent}");
     }
     let status = get(daemon.http, "/api/status", "").await;
     let status: serde_json::Value = serde_json::from_str(&status.body).unwrap();
     assert_eq!(status["server"]["mode"], "controller");
     assert_eq!(status["server"]["remoting_address"], daemon.addr.as_str());
-    assert!(status["clusters"].is_null() && status["kv"].is_null(), "{status}");
+    assert!(
+        status["clusters"].is_null() && status["kv"].is_null(),
+        "{status}"
+    );
     let page = get(daemon.http, "/", "").await;
     assert!(page.body.contains("standalone controller"), "{}", page.body);
 }
@@ -261,7 +270,11 @@ async fn from_toml_it_serves_the_controller_and_drains_before_it_exits() {
     let status = terminate(&mut daemon, Duration::from_secs(10));
     assert_eq!(status.code(), Some(0));
     // server.shutdown_wait: the drain ran before the exit.
-    assert!(started.elapsed() >= Duration::from_secs(1), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() >= Duration::from_secs(1),
+        "{:?}",
+        started.elapsed()
+    );
 }
 
 #[test]

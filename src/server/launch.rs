@@ -93,7 +93,11 @@ pub(super) fn launch(ready: Ready) -> NameServerHandle {
     let mut tls_listeners = vec![listener.clone().recipient()];
     tls_listeners.extend(http.as_ref().map(HttpPort::tls_listener));
     // The controller's port serves the same, reloaded certificate.
-    tls_listeners.extend(controller.as_ref().map(|port| port.listener.clone().recipient()));
+    tls_listeners.extend(
+        controller
+            .as_ref()
+            .map(|port| port.listener.clone().recipient()),
+    );
     let tls_reloader = front::start_tls_reloader(&config, tls_listeners);
     let ports = Ports {
         local_addr,

@@ -22,8 +22,8 @@ use super::preflight::{self, StartError};
 use crate::config::Config;
 use crate::controller_port::{self, ControllerPort, ControllerStartError};
 use crate::health::{ActorStatus, Health};
-use crate::java_keys::JAVA_KEYS;
 use crate::http::{HttpPort, Observed};
+use crate::java_keys::JAVA_KEYS;
 
 /// The sections only a NameServer uses.
 const NAMESRV_SECTIONS: [&str; 4] = ["registry", "kv", "cluster_test", "admin"];
