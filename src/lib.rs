@@ -44,6 +44,8 @@
 //! ```
 //!
 //! [`NameServer::start`] takes an already bound listener instead (tests bind `127.0.0.1:0`).
+//! [`StandaloneController::start`] runs the 5.x controller alone the same way (what
+//! `rmq-namesrv controller` runs), with the same front door and HTTP port.
 //! The actors run under supervisors; see the README for what survives a restart.
 
 pub mod config;

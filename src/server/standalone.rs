@@ -297,3 +297,31 @@ impl ControllerHandle {
         info!(addr = %self.addr, "standalone controller stopped");
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    #[test]
+    fn the_nameserver_s_settings_are_named_unused_but_the_scan_interval() {
+        let mut config = Config::default();
+        assert!(StandaloneController::new(config.clone())
+            .unused_settings()
+            .is_empty());
+        config.server.listen = "127.0.0.1:19876".parse().unwrap();
+        config.kv.path = "/data/kv.json".into();
+        config.registry.scan_interval = Duration::from_secs(2);
+        config.registry.enable_topic_list = false;
+        let unused = StandaloneController::new(config).unused_settings();
+        assert_eq!(
+            unused,
+            [
+                "registry.enable_topic_list (enableTopicList)",
+                "kv.path (kvConfigPath)",
+                "server.listen (listenPort)",
+            ]
+        );
+    }
+}

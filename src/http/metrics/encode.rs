@@ -128,11 +128,11 @@ mod tests {
         let worker_families = WorkerSnapshot::default().families().len();
         assert_eq!(types.len(), 1 + worker_families + OWNED.len());
         // A standalone controller's scrape: no NameServer family.
-        let text = exposition(Scrape::default());
-        let types = text.lines().filter(|l| l.starts_with("# TYPE")).count();
+        let alone = exposition(Scrape::default());
+        let types = alone.lines().filter(|l| l.starts_with("# TYPE")).count();
         let shown = OWNED.len() - NAMESRV_ONLY.len();
         assert_eq!(types, 1 + worker_families + shown);
-        assert!(!text.contains("rmq_namesrv_topics "));
+        assert!(!alone.contains("rmq_namesrv_topics "));
 
         let access: Vec<_> = text
             .lines()
