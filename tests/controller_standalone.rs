@@ -1,7 +1,8 @@
 //! The standalone controller (`rmq-namesrv controller`, Java's `mqcontroller`) as an operator
 //! runs it, from a Java properties file and from TOML: the controller's codes answered on its
 //! port, the NameServer's refused as Java's controller refuses them, its HTTP port, SIGTERM, a
-//! bad configuration naming the key; and, through the embedding API, TLS enforcing on its port.
+//! bad configuration naming the key; and, through the embedding API, TLS enforcing and access
+//! classes on its port.
 
 mod support;
 
@@ -340,8 +341,8 @@ fn a_bad_configuration_exits_naming_the_key() {
 }
 
 #[actix::test]
-async fn embedded_in_an_application_with_tls_enforcing() {
-    use rmq_namesrv::config::{ClientTlsSettings, TlsMode};
+async fn embedded_in_an_application_with_tls_enforcing_and_access_classes() {
+    use rmq_namesrv::config::{ClientTlsSettings, PolicyKind, TlsMode};
     use rmq_namesrv::transport::client::client_config;
     use rmq_namesrv::StandaloneController;
     use support::pki::{serving, Pki};
@@ -353,6 +354,8 @@ async fn embedded_in_an_application_with_tls_enforcing() {
     // Whatever the file says, the standalone mode runs the controller.
     config.controller.enabled = false;
     config.tls = serving(TlsMode::Enforcing, &cert);
+    config.access.admin_write.policy = Some(PolicyKind::Networks);
+    config.access.admin_write.networks = vec!["10.0.0.0/8".parse().unwrap()];
     let controller = StandaloneController::new(config).start().expect("starts");
     let addr = controller.local_addr().to_string();
     let metadata = || RemotingCommand::request(RequestCode::CONTROLLER_GET_METADATA_INFO);
@@ -374,6 +377,16 @@ async fn embedded_in_an_application_with_tls_enforcing() {
         .unwrap();
     let r = ctl.request(metadata()).await.unwrap();
     assert_eq!((r.code, r.ext("isLeader")), (0, Some("true")), "{r:?}");
+    // Access classes, as on the NameServer port: a configuration change is admin_write,
+    // refused from this network.
+    let update = RemotingCommand::request(RequestCode::UPDATE_CONTROLLER_CONFIG)
+        .with_body(b"enableElectUncleanMaster=true\n".to_vec());
+    let r = ctl.request(update).await.unwrap();
+    assert_eq!(r.code, 16, "{r:?}");
+    assert!(
+        r.remark.as_deref().is_some_and(|t| t.contains("[access]")),
+        "{r:?}"
+    );
     // SIGHUP's reloads, as the daemon runs them.
     assert!(controller.reload_tls().await.is_ok());
     assert!(controller.reload_accounts().await.is_err());

@@ -290,6 +290,9 @@ fn start_listener(
     services: Services,
 ) -> (Addr<Listener>, Services) {
     let ctx = Context::new();
+    // Release builds have no fault injection, hence nothing to take from the owners.
+    #[cfg(not(debug_assertions))]
+    let _ = owners;
     #[cfg(debug_assertions)]
     let services = {
         let mut faults = owners.contained.fault_targets();
