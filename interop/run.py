@@ -2850,6 +2850,8 @@ def _register_proxy_scenarios():
     sys.dont_write_bytecode = True  # no interop/__pycache__
     import proxy
     proxy.register(sys.modules[__name__])
+    import controller_admin
+    controller_admin.register(sys.modules[__name__])
     # the standalone controller (controller_standalone.py), as proxy.py's
     import controller_standalone
     controller_standalone.register(sys.modules[__name__])

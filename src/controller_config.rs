@@ -9,8 +9,9 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use rmq_actors::controller::config_update::ConfigStore;
 use rmq_actors::controller::ControllerSettings;
-use rmq_actors::settings::{check_etcd_endpoints, etcd_endpoint_list, InvalidSetting};
+use rmq_actors::settings::{check_etcd_endpoints, etcd_endpoint_list, expand_home, InvalidSetting};
 use serde::{Deserialize, Serialize};
 
 /// The `[controller]` section.
@@ -49,6 +50,9 @@ pub struct ControllerConfig {
     /// leader.
     #[serde(with = "humantime_serde")]
     pub etcd_lease_ttl: Duration,
+    /// Java `configStorePath` of `ControllerConfig`: where UPDATE_CONTROLLER_CONFIG writes the
+    /// whole configuration, as Java does (docs/controller.md, "Runtime updates").
+    pub config_store_path: PathBuf,
     /// Java `configBlackList` of `ControllerConfig`: keys UPDATE_CONTROLLER_CONFIG refuses (a
     /// properties file's `configBlackList` sets it too, as in Java).
     pub config_black_list: String,
@@ -70,6 +74,7 @@ impl Default for ControllerConfig {
             etcd_endpoints: String::new(),
             etcd_prefix: "/rmq-namesrv/controller".into(),
             etcd_lease_ttl: Duration::from_secs(5),
+            config_store_path: PathBuf::from("~/controller/controller.properties"),
             config_black_list: "configBlackList;configStorePath".into(),
         }
     }
@@ -185,6 +190,9 @@ impl ControllerConfig {
                 ),
             ));
         }
+        if self.config_store_path.as_os_str().is_empty() {
+            return Err(invalid("controller.config_store_path", "must not be empty"));
+        }
         if !self.etcd_prefix.starts_with('/') {
             return Err(invalid("controller.etcd_prefix", "must start with /"));
         }
@@ -247,6 +255,10 @@ impl ControllerConfig {
                 .filter(|k| !k.is_empty())
                 .map(str::to_owned)
                 .collect(),
+            config_store: ConfigStore {
+                path: Some(expand_home(&self.config_store_path)),
+                with: BTreeMap::new(),
+            },
         }
     }
 }

@@ -6,6 +6,7 @@
 use std::net::SocketAddr;
 
 use actix::prelude::*;
+use rmq_actors::controller::config_update::restore;
 use rmq_actors::controller::etcd::{EtcdSettings, EtcdStore};
 use rmq_actors::controller::file_store::{FileStore, FileStoreError};
 use rmq_actors::controller::Controller;
@@ -13,9 +14,10 @@ use rmq_actors::listener::{Listener, ListenerSetup};
 use rmq_actors::outbound::Notify;
 use rmq_actors::services::Services;
 use rmq_transport::front_door::FrontDoor;
-use tracing::info;
+use tracing::{info, warn};
 
 use crate::config::{expand_home, Config};
+use crate::java_props::config_to_properties;
 
 /// Why the controller could not start.
 #[derive(Debug, thiserror::Error)]
@@ -66,7 +68,20 @@ pub fn prepare(config: &Config) -> Result<Option<Prepared>, ControllerStartError
     else {
         return Ok(None);
     };
-    let settings = section.settings(config.registry.scan_interval);
+    let mut settings = section.settings(config.registry.scan_interval);
+    // UPDATE_CONTROLLER_CONFIG's file holds the NameServer's properties too, as Java's holds its
+    // whole `-c` file: starting with `--config` of it keeps the updates.
+    settings.config_store.with = config_to_properties(config, config.server.listen);
+    match restore(&mut settings) {
+        Ok(taken) => {
+            for (key, value) in taken {
+                info!(%key, %value, file = %section.config_store_path.display(),
+                    "controller setting kept from an UPDATE_CONTROLLER_CONFIG of an earlier run");
+            }
+        }
+        Err(why) => warn!(error = %why,
+            "controller config store not read: starting with the configured settings"),
+    }
     let etcd = EtcdSettings {
         endpoints: section.etcd_list(),
         prefix: section.etcd_prefix.clone(),

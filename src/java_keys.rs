@@ -156,6 +156,12 @@ pub const CONTROLLER_PROPERTY_KEYS: &[JavaKey] = &[
         Kind::Text,
     ),
     key("controllerEtcdPrefix", "controller.etcd_prefix", Kind::Text),
+    // Ours: in a NameServer's file `configStorePath` is the NameServer's (kv.config_store_path).
+    key(
+        "controllerConfigStorePath",
+        "controller.config_store_path",
+        Kind::Path,
+    ),
     key(
         "controllerEtcdLeaseTtl",
         "controller.etcd_lease_ttl",

@@ -104,7 +104,7 @@ impl Common {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::parse_from(rmq_namesrv::tools::admin::mqadmin_args(std::env::args_os()));
     let (common, overrides, mode) = match cli.command {
         Some(Command::Admin(args)) => return admin(args),
         Some(Command::Controller(args)) => {

@@ -14,6 +14,8 @@ mod run;
 
 #[path = "admin_cli/commands.rs"]
 mod commands;
+#[path = "admin_cli/controller.rs"]
+mod controller;
 #[path = "admin_cli/name_servers.rs"]
 mod name_servers;
 #[path = "admin_cli/status.rs"]

@@ -406,6 +406,7 @@ async fn without_in_sync_replicas_the_master_is_lost_unless_unclean_election_is_
 async fn config_codes_and_the_state_survives_a_restart() {
     let dir = test_dir("ctl-restart");
     let config = controller_config(&dir);
+    let config_store = config.controller.config_store_path.clone();
     {
         let server = start_server(config.clone());
         let mut ctl = controller(&server).await;
@@ -462,6 +463,45 @@ async fn config_codes_and_the_state_survives_a_restart() {
     );
     let r = ctl.request(next_id("broker-kept")).await.unwrap();
     assert_eq!(r.ext("nextBrokerId"), Some("2"));
+    // The update is kept: taken back from the config store file at start.
+    let r = ctl
+        .request(RemotingCommand::request(RequestCode::GET_CONTROLLER_CONFIG))
+        .await
+        .unwrap();
+    let props = properties::parse(&body_text(&r)).unwrap();
+    assert_eq!(
+        props.get("enableElectUncleanMaster").map(String::as_str),
+        Some("true")
+    );
+    server.stop().await;
+    updates_are_kept_by_a_start_from_the_config_store_file(&config_store).await;
+}
+
+/// UPDATE_CONTROLLER_CONFIG wrote the whole configuration to `controller.config_store_path`, as
+/// Java writes its `configStorePath`: a start with `--config` of that file has the update, and
+/// the NameServer's settings, too.
+async fn updates_are_kept_by_a_start_from_the_config_store_file(store: &Path) {
+    let text = std::fs::read_to_string(store).expect("the controller's config store file");
+    let stored = properties::parse(&text).unwrap();
+    assert_eq!(stored["enableElectUncleanMaster"], "true", "{text}");
+    assert_eq!(stored["enableControllerInNamesrv"], "true", "{text}");
+    assert_eq!(stored["controllerDLegerSelfId"], "n0", "{text}");
+    let mut config =
+        Config::load(Some(store), Vec::new(), &Default::default()).expect("the stored file loads");
+    config.server.listen = "127.0.0.1:0".parse().unwrap();
+    config.http.listen = None;
+    let server = start_server(config);
+    let mut ctl = controller(&server).await;
+    let r = ctl
+        .request(RemotingCommand::request(RequestCode::GET_CONTROLLER_CONFIG))
+        .await
+        .unwrap();
+    let props = properties::parse(&body_text(&r)).unwrap();
+    assert_eq!(
+        props.get("enableElectUncleanMaster").map(String::as_str),
+        Some("true")
+    );
+    server.stop().await;
 }
 
 #[test]
@@ -731,4 +771,29 @@ async fn a_draining_server_sends_its_controller_peers_away_too() {
     let r = ctl.request(metadata).await.unwrap();
     assert_eq!(r.code, 1500, "GO_AWAY during the drain: {r:?}");
     stopping.await.unwrap();
+}
+
+#[actix::test]
+async fn a_config_update_that_cannot_be_persisted_says_so() {
+    let dir = test_dir("ctl-store-fails");
+    let mut config = controller_config(&dir);
+    let blocker = dir.join("a-file");
+    std::fs::write(&blocker, b"not a directory").unwrap();
+    config.controller.config_store_path = blocker.join("controller.properties");
+    let server = start_server(config);
+    let mut ctl = controller(&server).await;
+    let r = ctl
+        .request(
+            RemotingCommand::request(RequestCode::UPDATE_CONTROLLER_CONFIG)
+                .with_body(b"enableElectUncleanMaster=true\n".to_vec()),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.code, 1, "{r:?}");
+    let remark = r.remark.unwrap_or_default();
+    assert!(remark.contains("not persisted"), "{remark}");
+    // The server goes on answering.
+    let r = ctl.request(next_id("broker-after")).await.unwrap();
+    assert_eq!(r.code, 0, "{r:?}");
+    server.stop().await;
 }

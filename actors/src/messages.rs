@@ -307,6 +307,12 @@ pub struct ReloadTls;
 // ---------------------------------------------------------------------------------------------
 // Configuration and KV -> RouteRegistry.
 
+/// The server stops: with `registry.warm_restart`, the registry writes its tables for the next
+/// start (docs/route-rules.md#warm-restart); answers whether they were written.
+#[derive(Debug, Message)]
+#[rtype(result = "Result<(), String>")]
+pub struct SaveRoutes;
+
 /// New registry settings (UPDATE_NAMESRV_CONFIG changed some); the registry takes them whole.
 #[derive(Debug, Message)]
 #[rtype(result = "()")]
@@ -474,6 +480,8 @@ pub struct BrokerStatus {
     pub conn: ConnId,
     /// How long it may stay silent before the expiry scan drops it.
     pub timeout: std::time::Duration,
+    /// Restored from a snapshot at start and not registered since (warm restart).
+    pub unconfirmed: bool,
 }
 
 /// Topics for the status page: those whose name contains `filter` (case-insensitive), sorted.
@@ -534,6 +542,8 @@ pub struct RouteStats {
     pub broker_groups: usize,
     pub clusters: usize,
     pub live_brokers: usize,
+    /// Live brokers restored from a snapshot and not registered since (warm restart).
+    pub unconfirmed_brokers: usize,
     /// Registrations and unregistrations so large that their topics were walked in slices,
     /// with questions answered in between (docs/actors.md#large-registrations).
     pub sliced_changes: u64,

@@ -22,6 +22,7 @@ use crate::settings::RegistrySettings;
 
 mod changes;
 mod reads;
+pub mod snapshots;
 mod turns;
 
 use turns::Turns;
@@ -53,6 +54,10 @@ pub struct RouteRegistry {
     turns: Turns,
     /// Where NOTIFY_MIN_BROKER_ID_CHANGE goes (crate::outbound), when brokers are notified.
     notifier: Option<Recipient<Notify>>,
+    /// Broker instances restored from a snapshot at start (`registry.warm_restart`).
+    restored: usize,
+    /// The snapshot writer, while warm restart is on.
+    snapshots: Option<snapshots::Snapshots>,
 }
 
 fn new_tables(settings: &RegistrySettings) -> RouteTables {
@@ -78,6 +83,8 @@ impl RouteRegistry {
             panics: 0,
             turns: Turns::default(),
             notifier: None,
+            restored: 0,
+            snapshots: None,
         }
     }
 
@@ -184,7 +191,9 @@ impl RouteRegistry {
     /// Whether route queries wait for brokers to register first (Java's ready check; its
     /// cluster-test processor has none).
     fn waiting_for_service(&self) -> bool {
-        self.settings.need_wait_for_service
+        // Routes restored from a snapshot are served at once (they are what a wait would get).
+        self.restored == 0
+            && self.settings.need_wait_for_service
             && !self.cluster_test
             && self.started_at.elapsed() < self.settings.wait_for_service
     }
@@ -195,6 +204,7 @@ impl RouteRegistry {
             broker_groups: self.tables.broker_group_count(),
             clusters: self.tables.cluster_count(),
             live_brokers: self.tables.live_count(),
+            unconfirmed_brokers: self.tables.unconfirmed_count(),
             sliced_changes: self.turns.sliced(),
             waited_changes: self.turns.waited(),
         }
@@ -206,6 +216,7 @@ impl Actor for RouteRegistry {
 
     fn started(&mut self, ctx: &mut Self::Context) {
         ctx.set_mailbox_capacity(REGISTRY_MAILBOX);
+        self.start_snapshots(ctx);
         info!("route registry started");
     }
 }
@@ -224,6 +235,7 @@ impl RouteRegistry {
         self.tables = new_tables(&self.settings).with_counters(counters);
         self.tables.invalidate_all();
         self.started_at = Instant::now();
+        self.restored = 0;
         // Every worker forgets what the old tables said.
         actix::spawn(self.publish());
         // A registration half walked is dropped (its broker sends it again in 30 s); the

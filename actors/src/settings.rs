@@ -256,6 +256,18 @@ pub struct RegistrySettings {
     /// A registration that omits a topic removes the broker from it (Java:
     /// `deleteTopicWithBrokerRegistration`).
     pub delete_topic_with_broker_registration: bool,
+    /// Warm restart (docs/route-rules.md#warm-restart): the tables are written to
+    /// `snapshot_path` at a graceful stop and every `snapshot_interval`, and served at once at
+    /// the next start, each broker unconfirmed until it registers.
+    pub warm_restart: bool,
+    /// The snapshot file (`~/` is the home directory).
+    pub snapshot_path: PathBuf,
+    /// How often the tables are written, when they changed.
+    #[serde(with = "humantime_serde")]
+    pub snapshot_interval: Duration,
+    /// How long a restored broker is served without a registration confirming it.
+    #[serde(with = "humantime_serde")]
+    pub restore_grace: Duration,
 }
 
 impl Default for RegistrySettings {
@@ -273,6 +285,10 @@ impl Default for RegistrySettings {
             need_wait_for_service: false,
             wait_for_service: Duration::from_secs(45),
             delete_topic_with_broker_registration: false,
+            warm_restart: false,
+            snapshot_path: PathBuf::from("~/rmq-namesrv/routes.json"),
+            snapshot_interval: Duration::from_secs(30),
+            restore_grace: Duration::from_secs(60),
         }
     }
 }
@@ -290,6 +306,9 @@ impl RegistrySettings {
     /// (the expiry scan's period); every other field a registry applies from `ApplySettings`.
     pub fn start_only_changed(&self, new: &Self) -> bool {
         self.scan_interval != new.scan_interval
+            || self.warm_restart != new.warm_restart
+            || self.snapshot_path != new.snapshot_path
+            || self.snapshot_interval != new.snapshot_interval
     }
 
     /// Checks ranges the types cannot express.
@@ -299,6 +318,15 @@ impl RegistrySettings {
         }
         if self.broker_expiry.is_zero() {
             return Err(invalid("registry.broker_expiry", "must be greater than 0"));
+        }
+        if self.snapshot_interval < Duration::from_secs(1) {
+            return Err(invalid("registry.snapshot_interval", "must be at least 1s"));
+        }
+        if self.restore_grace.is_zero() {
+            return Err(invalid("registry.restore_grace", "must be greater than 0"));
+        }
+        if self.warm_restart && self.snapshot_path.as_os_str().is_empty() {
+            return Err(invalid("registry.snapshot_path", "must not be empty"));
         }
         Ok(())
     }

@@ -111,6 +111,7 @@ fn server_json(observed: &Observed, scrape: &Scrape) -> Value {
 fn counters_json(scrape: &Scrape) -> Value {
     json!({
         "live_brokers": scrape.registry.stats.live_brokers,
+        "unconfirmed_brokers": scrape.registry.stats.unconfirmed_brokers,
         "broker_groups": scrape.registry.stats.broker_groups,
         "clusters": scrape.registry.stats.clusters,
         "topics": scrape.registry.stats.topics,
@@ -215,6 +216,8 @@ fn broker_json(broker: &BrokerStatus) -> Value {
         "heartbeat_age_seconds": secs(age),
         "expires_in_seconds": secs(expires_in),
         "connection": broker.conn.to_string(),
+        // Restored from a snapshot at start (registry.warm_restart), not registered since.
+        "unconfirmed": broker.unconfirmed,
     })
 }
 
@@ -273,6 +276,16 @@ fn count(n: &Value, what: &str) -> String {
             Some(stem) => format!("{n} {stem}ies"),
             None => format!("{n} {what}s"),
         },
+    }
+}
+
+/// The mark of a broker restored from a snapshot and not registered since.
+fn unconfirmed_mark(broker: &Value) -> &'static str {
+    if broker["unconfirmed"].as_bool() == Some(true) {
+        " <span class=\"bad unconfirmed\" title=\"restored from the route snapshot at start; \
+         no registration since\">unconfirmed</span>"
+    } else {
+        ""
     }
 }
 
@@ -421,13 +434,14 @@ fn render_clusters(h: &mut String, d: &Value) {
             for broker in items(&group["brokers"]) {
                 let _ = write!(
                     h,
-                    "<tr class=\"broker\"><td>{}</td><td>{}</td><td class=\"role\">{}</td>\
+                    "<tr class=\"broker\"><td>{}</td><td>{}</td><td class=\"role\">{}{}</td>\
                      <td>{}</td><td class=\"version\">{} ({})</td>\
                      <td title=\"counter/state version, timestamp {}\">{}/{}</td>\
                      <td>{} s</td><td class=\"{}\">{} s</td></tr>",
                     esc(&group["name"]),
                     esc(&broker["id"]),
                     esc(&broker["role"]),
+                    unconfirmed_mark(broker),
                     esc(&broker["address"]),
                     esc(&broker["version_name"]),
                     esc(&broker["version"]),

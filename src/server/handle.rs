@@ -17,7 +17,7 @@ use rmq_actors::limits::{Limit, LimitCounts, Limits};
 use rmq_actors::listener::Listener;
 use rmq_actors::messages::{
     CloseAll, DrainAll, FlushKv, GoAwayCount, ListConnections, OpenConnection, OpenConnections,
-    ReloadTls, StopAccepting,
+    ReloadTls, SaveRoutes, StopAccepting,
 };
 use rmq_actors::registry::RouteRegistry;
 use rmq_actors::route_cache::RouteCacheKeeper;
@@ -122,6 +122,9 @@ pub(super) async fn reload_accounts(guard: Option<&Addr<AccessGuard>>) -> Result
         None => Err("no ACL file (access.acl_file)".to_owned()),
     }
 }
+
+/// How long a stop waits for the route snapshot to be written (warm restart).
+const SAVE_ROUTES_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// A running NameServer: its address, its actors, and a graceful stop.
 pub struct NameServerHandle {
@@ -238,6 +241,20 @@ impl NameServerHandle {
         self.housekeeping.send(GoAwayCount).await.unwrap_or(0)
     }
 
+    /// With `registry.warm_restart`, the route tables are written for the next start (bounded:
+    /// a disk that hangs does not hold the stop).
+    async fn save_routes(&self) {
+        let save = self.routes.send(SaveRoutes);
+        match tokio::time::timeout(SAVE_ROUTES_TIMEOUT, save).await {
+            Ok(Ok(Ok(()))) => {}
+            Ok(Ok(Err(why))) => warn!(error = %why, "route snapshot not written at stop"),
+            Ok(Err(err)) => warn!(error = %err, "route registry unavailable during stop"),
+            Err(_) => {
+                warn!(timeout = ?SAVE_ROUTES_TIMEOUT, "route snapshot not written in time at stop")
+            }
+        }
+    }
+
     /// With `server.shutdown_gracefully`, drains first: for `server.shutdown_wait`, 5.x clients
     /// on the connections open now are answered GO_AWAY and reconnect (to this server, which
     /// serves the new connections as usual, or to another behind the same name). Then stops
@@ -245,6 +262,8 @@ impl NameServerHandle {
     /// KV store to be on disk, and stops the server's arbiters.
     pub async fn stop(self) {
         let _ = self.accepting.send(false);
+        // Before any connection closes (a closed broker connection removes that broker).
+        self.save_routes().await;
         if let Some(wait) = self.drain {
             let mut told = self.housekeeping.send(DrainAll).await.unwrap_or(0);
             if let Some((_, controller, _)) = &self.controller {

@@ -19,7 +19,7 @@ use rmq_actors::route_cache::RouteCacheKeeper;
 use rmq_actors::services::{NamesrvServices, Port, Services};
 use rmq_actors::tls_reload::TlsReloader;
 use rustls::ClientConfig;
-use tracing::info;
+use tracing::{info, warn};
 
 use super::front::{self, Front, PortRole};
 use super::handle::{health_of, Contained, NameServerHandle};
@@ -228,10 +228,37 @@ fn start_registry(
         keepers.iter().map(|k| k.clone().recipient()).collect();
     let settings = config.registry.clone();
     let cluster_test = config.cluster_test.enabled;
+    let snapshot = restorable_snapshot(&settings);
     Supervisor::start_in_arbiter(&arbiter.handle(), move |_| {
-        RouteRegistry::new(settings.clone(), cluster_test, route_caches.clone())
-            .with_notifier(notifier.clone())
+        let registry = RouteRegistry::new(settings.clone(), cluster_test, route_caches.clone())
+            .with_notifier(notifier.clone());
+        match snapshot {
+            Some(snapshot) => registry.with_restored(snapshot),
+            None => registry,
+        }
     })
+}
+
+/// With `registry.warm_restart`, the route snapshot of the last run, if there is a readable
+/// one (a bad one is logged and ignored: the server starts empty, as without warm restart).
+fn restorable_snapshot(
+    settings: &rmq_actors::settings::RegistrySettings,
+) -> Option<rmq_actors::route::RouteSnapshot> {
+    if !settings.warm_restart {
+        return None;
+    }
+    let path = rmq_actors::settings::expand_home(&settings.snapshot_path);
+    match rmq_actors::registry::snapshots::load(&path) {
+        Ok(Some(snapshot)) => Some(snapshot),
+        Ok(None) => {
+            info!(path = %path.display(), "no route snapshot to restore; starting empty");
+            None
+        }
+        Err(why) => {
+            warn!(error = %why, "route snapshot unreadable; starting empty");
+            None
+        }
+    }
 }
 
 fn start_housekeeping(config: &Config, routes: &Addr<RouteRegistry>) -> Addr<Housekeeping> {

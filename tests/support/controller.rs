@@ -23,6 +23,7 @@ pub fn controller_config(dir: &Path) -> Config {
     config.controller.peers = format!("n0-127.0.0.1:{}", free_port());
     config.controller.self_id = "n0".into();
     config.controller.store_path = dir.to_path_buf();
+    config.controller.config_store_path = dir.join("controller.properties");
     config
 }
 

@@ -9,6 +9,7 @@
 //! sweep; their outcome is announced to the brokers ([`notify`]).
 
 pub mod broker_set;
+pub mod config_update;
 mod elect;
 pub mod etcd;
 pub mod file_store;
@@ -20,13 +21,14 @@ pub mod requests;
 pub mod store;
 
 use std::collections::{BTreeMap, HashMap};
+use std::pin::Pin;
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 use rmq_protocol::controller::{remark, GetMetadataResponseHeader, NotifyBrokerRoleChangedHeader};
 use rmq_protocol::custom_headers::CommandHeader;
 use rmq_protocol::{RemotingCommand, ResponseCode};
-use tracing::{info, warn};
+use tracing::{error, info, warn};
 
 use crate::messages::{CloseAll, CloseConnection, ConnectionClosed, ConnectionOpened, DrainAll};
 use crate::outbound::Notify;
@@ -64,6 +66,8 @@ pub struct ControllerSettings {
     pub properties: BTreeMap<String, String>,
     /// Keys 1009 may not change (`configBlackList`).
     pub black_list: Vec<String>,
+    /// Where 1009 persists the configuration (`configStorePath`).
+    pub config_store: config_update::ConfigStore,
 }
 
 impl ControllerSettings {
@@ -180,53 +184,49 @@ impl Controller {
         RemotingCommand::success().with_body(text.into_bytes())
     }
 
-    /// 1009: the keys that take effect at once are applied; every key is kept for 1010.
-    fn update_config(&mut self, body: &[u8]) -> RemotingCommand {
-        let Ok(text) = std::str::from_utf8(body) else {
-            return system_error("string2Properties error");
-        };
-        let Ok(props) = rmq_protocol::properties::parse(text) else {
-            return system_error("string2Properties error");
-        };
-        const ALWAYS: [&str; 3] = ["configBlackList", "configStorePath", "rocketmqHome"];
-        // Beyond Java's list: any key naming a place on disk (controllerStorePath included).
-        if props.keys().any(|k| {
-            ALWAYS.contains(&k.as_str())
-                || self.settings.black_list.iter().any(|b| b == k)
-                || crate::settings::names_a_location(k)
-        }) {
-            return RemotingCommand::response(
-                ResponseCode::NO_PERMISSION,
-                Some(remark::CONFIG_BLACK_LIST.to_owned()),
-            );
-        }
-        if let Err(why) = crate::settings::check_update(&props) {
-            warn!(reason = %crate::logging::Clipped(&why), "controller config update refused");
-            return system_error(why);
-        }
-        for (key, value) in props {
-            let known = self.settings.properties.contains_key(&key);
-            match key.as_str() {
-                "enableElectUncleanMaster" => {
-                    self.settings.elect_unclean = value.trim().eq_ignore_ascii_case("true")
-                }
-                "notifyBrokerRoleChanged" => {
-                    self.settings.notify_role_changed = value.trim().eq_ignore_ascii_case("true")
-                }
-                "electMasterMaxRetryCount" => {
-                    if let Ok(n) = value.trim().parse() {
-                        self.settings.elect_max_retry = n;
-                    }
-                }
-                _ => {}
+    /// 1009: the keys that take effect at once are applied, every known key is kept for 1010,
+    /// and the whole configuration is written to the config store file (when there is one)
+    /// before the answer, as Java persists it (`config_update`).
+    fn update_config(
+        &mut self,
+        body: &[u8],
+    ) -> Pin<Box<dyn ActorFuture<Self, Output = RemotingCommand>>> {
+        let accepted = match config_update::prepare(&self.settings, body) {
+            Ok(accepted) => accepted,
+            Err(refused) => {
+                warn!(reason = %crate::logging::Clipped(&refused.remark()), "controller config update refused");
+                let code = match refused {
+                    config_update::Refused::BlackListed { .. } => ResponseCode::NO_PERMISSION,
+                    _ => ResponseCode::SYSTEM_ERROR,
+                };
+                return Box::pin(fut::ready(RemotingCommand::response(
+                    code,
+                    Some(refused.remark()),
+                )));
             }
-            // Unknown keys are ignored, as Java's reflection ignores them.
-            if known {
-                info!(key = %crate::logging::Clipped(&key), value = %crate::logging::Clipped(&value), "controller configuration updated");
-                self.settings.properties.insert(key, value);
-            }
+        };
+        for (key, value) in &accepted.applied {
+            info!(key = %crate::logging::Clipped(key), value = %crate::logging::Clipped(value), "controller configuration updated");
         }
-        RemotingCommand::success()
+        self.settings = accepted.settings;
+        let Some((path, text)) = accepted.file else {
+            return Box::pin(fut::ready(RemotingCommand::success()));
+        };
+        let shown = path.display().to_string();
+        let write = crate::background::spawn(move || {
+            crate::persist::write_atomically(&path, text.as_bytes())
+        });
+        Box::pin(write.into_actor(self).map(move |result, _, _| {
+            let failure = match result {
+                Ok(Ok(())) => return RemotingCommand::success(),
+                Ok(Err(err)) => err.to_string(),
+                Err(join) => join.to_string(),
+            };
+            error!(path = %shown, error = %failure, "controller config store not saved");
+            system_error(format!(
+                "controller configuration updated but not persisted to {shown}: {failure}"
+            ))
+        }))
     }
 
     /// Answers `call`; a change is committed first (the returned future does it).
@@ -249,7 +249,8 @@ impl Controller {
             }
             Call::Metadata => return Err(self.metadata()),
             Call::GetConfig => return Err(self.config()),
-            Call::UpdateConfig(body) => return Err(self.update_config(&body)),
+            // Answered by `handle`, which waits for the config store file.
+            Call::UpdateConfig(_) => return Err(system_error("misrouted config update")),
             Call::SyncStateData(None) => {
                 return Err(system_error(remark::NOT_SET));
             }
@@ -452,6 +453,9 @@ impl Handler<ControllerRequest> for Controller {
     type Result = AtomicResponse<Self, RemotingCommand>;
 
     fn handle(&mut self, msg: ControllerRequest, _: &mut Context<Self>) -> Self::Result {
+        if let Call::UpdateConfig(body) = &msg.call {
+            return AtomicResponse::new(self.update_config(body));
+        }
         match self.decide(msg.call, msg.conn) {
             Err(answer) => AtomicResponse::new(Box::pin(fut::ready(answer))),
             Ok(decision) => AtomicResponse::new(Box::pin(self.carry_out(decision))),

@@ -111,6 +111,7 @@ impl Handler<ListBrokers> for RouteRegistry {
                     mq_version: live.mq_version,
                     conn: live.conn,
                     timeout: live.timeout,
+                    unconfirmed: live.unconfirmed,
                 })
                 .collect()
         })

@@ -91,8 +91,13 @@ impl RouteTables {
         expired.sort_by(|a, b| a.instance.cmp(&b.instance));
         let mut requests = Vec::with_capacity(expired.len());
         for gone in &expired {
-            let peer = self.live.get(&gone.instance).and_then(|l| l.peer);
-            warn!(broker = %gone.instance, conn = %gone.conn, peer = ?peer, "broker expired");
+            let live = self.live.get(&gone.instance);
+            let peer = live.and_then(|l| l.peer);
+            if live.is_some_and(|l| l.unconfirmed) {
+                warn!(broker = %gone.instance, "restored broker not confirmed by a registration within the restore grace; removed");
+            } else {
+                warn!(broker = %gone.instance, conn = %gone.conn, peer = ?peer, "broker expired");
+            }
             match self.resolve(&gone.instance) {
                 Some(request) => requests.push(request),
                 // No group lists it (Java keeps such an entry forever); drop it.

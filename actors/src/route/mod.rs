@@ -7,6 +7,7 @@ mod ids;
 mod liveness;
 mod queries;
 mod register;
+mod snapshot;
 mod tables;
 #[cfg(test)]
 mod tests;
@@ -20,6 +21,10 @@ pub use queries::{filter_by_zone, TopicQueues};
 pub use register::{
     NeedTopics, RegisterOutcome, RegisterWalk, Registering, Registration, TopicSummary, TopicTable,
     TopicsPayload, TOPICS_PER_STEP,
+};
+pub use snapshot::{
+    FilterRecord, GroupRecord, LiveRecord, MappingRecord, RouteSnapshot, TopicRecord, Unusable,
+    NO_CONNECTION, SNAPSHOT_FORMAT,
 };
 pub use tables::{
     BrokerGroup, LiveBroker, MinIdChange, Queues, RouteChanges, RouteCounters, RouteOptions,

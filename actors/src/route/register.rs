@@ -518,8 +518,12 @@ impl RouteTables {
                 ha_server_addr: reg.ha_server_addr.clone(),
                 mq_version: reg.mq_version,
                 applied,
+                unconfirmed: false,
             },
         );
+        if previous.as_ref().is_some_and(|p| p.unconfirmed) {
+            info!(broker = %name, id = reg.id, addr = %reg.addr, cluster = %reg.cluster, conn = %reg.conn, "restored broker confirmed by its registration");
+        }
         if previous.is_none() {
             self.counters.registrations_new += 1;
             info!(broker = %name, id = reg.id, addr = %reg.addr, cluster = %reg.cluster, conn = %reg.conn, peer = ?reg.peer, "new broker registered");

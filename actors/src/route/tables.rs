@@ -73,6 +73,8 @@ pub struct LiveBroker {
     /// The topic set this instance last put into the route tables as master or prime slave
     /// (its fingerprint) and the table's removal count at that moment.
     pub(super) applied: Option<(u64, u64)>,
+    /// Restored from a snapshot at start and not registered since (route/snapshot.rs).
+    pub unconfirmed: bool,
 }
 
 impl LiveBroker {

@@ -37,7 +37,7 @@ pub(super) const BUILD_INFO: Owned = owned(
 );
 
 /// Shown after the connection threads' families, in this order.
-pub(super) const OWNED: [Owned; 15] = [
+pub(super) const OWNED: [Owned; 16] = [
     owned(
         Kind::Counter,
         "registrations",
@@ -76,6 +76,13 @@ pub(super) const OWNED: [Owned; 15] = [
             live.map(|(cluster, n)| Sample::number(vec![cluster.clone()], *n as u64))
                 .collect()
         },
+    ),
+    owned(
+        Kind::Gauge,
+        "brokers_unconfirmed",
+        "Live brokers restored from the route snapshot at start and not registered since.",
+        &[],
+        |s| Sample::one(s.registry.stats.unconfirmed_brokers as u64),
     ),
     owned(
         Kind::Gauge,
@@ -172,6 +179,7 @@ pub(super) const NAMESRV_ONLY: &[&str] = &[
     "broker_expiries",
     "broker_channel_close_removals",
     "live_brokers",
+    "brokers_unconfirmed",
     "broker_groups",
     "clusters",
     "topics",

@@ -9,14 +9,23 @@ use rmq_protocol::RemotingCommand;
 use rustls::ClientConfig;
 use serde_json::{json, Value};
 
-use super::report::{failure_entry, json_line, AdminError, Answer, Cause, Report};
+use super::report::{failure_entry, json_line, AdminError, Answer, Cause, Peer, Report};
 use super::{Target, EXIT_OK, EXIT_UNREACHABLE};
 use crate::client::Client;
 use crate::credentials::Credentials;
 
-/// The NameServers to ask and how.
+/// A usable answer: who gave it, and the servers skipped before it (unreachable).
+pub(super) struct Fetched<T> {
+    pub(super) addr: String,
+    pub(super) value: T,
+    pub(super) skipped: Vec<AdminError>,
+}
+
+/// The servers to ask and how.
 pub(super) struct Ask<'a> {
     addrs: &'a [String],
+    /// What they are, for messages and `--json` keys.
+    peer: Peer,
     timeout: Duration,
     json: bool,
     tls: Option<Arc<ClientConfig>>,
@@ -30,6 +39,7 @@ impl<'a> Ask<'a> {
     pub(super) fn new(target: &'a Target) -> Result<Self, String> {
         Ok(Self {
             addrs: target.namesrv.addrs(),
+            peer: Peer::NameServer,
             timeout: target.timeout,
             json: target.json,
             tls: target.tls.client_config()?,
@@ -37,8 +47,33 @@ impl<'a> Ask<'a> {
         })
     }
 
-    /// Sends `request` to one NameServer and waits for its response.
-    async fn request_one(
+    /// The same timeout, TLS, signing and output format, asking `addrs` (which are `peer`s).
+    pub(super) fn to<'b>(&self, addrs: &'b [String], peer: Peer) -> Ask<'b> {
+        Ask {
+            addrs,
+            peer,
+            timeout: self.timeout,
+            json: self.json,
+            tls: self.tls.clone(),
+            credentials: self.credentials.clone(),
+        }
+    }
+
+    pub(super) fn addrs(&self) -> &[String] {
+        self.addrs
+    }
+
+    /// An error of the server at `addr`.
+    pub(super) fn error(&self, addr: &str, cause: Cause) -> AdminError {
+        AdminError {
+            peer: self.peer,
+            addr: addr.to_owned(),
+            cause,
+        }
+    }
+
+    /// Sends `request` to one server and waits for its response.
+    pub(super) async fn request_one(
         &self,
         addr: &str,
         mut request: RemotingCommand,
@@ -57,19 +92,32 @@ impl<'a> Ask<'a> {
             .map_err(|e| Cause::from_client(&e))
     }
 
-    /// A read: the first NameServer that answers decides; unreachable ones are skipped.
+    /// A read: the first server that answers decides; unreachable ones are skipped.
     pub(super) async fn read<F>(&self, request: RemotingCommand, decode: F) -> Report
     where
         F: Fn(&RemotingCommand) -> Result<Answer, Cause>,
+    {
+        match self.fetch(request, decode).await {
+            Ok(fetched) => self.read_answered(&fetched.addr, fetched.value, &fetched.skipped),
+            Err(failures) => self.read_failed(&failures),
+        }
+    }
+
+    /// A read a command goes on with: the first server that answers decides; `Err` holds why
+    /// none gave a usable answer.
+    pub(super) async fn fetch<T, F>(
+        &self,
+        request: RemotingCommand,
+        decode: F,
+    ) -> Result<Fetched<T>, Vec<AdminError>>
+    where
+        F: Fn(&RemotingCommand) -> Result<T, Cause>,
     {
         let mut failures: Vec<AdminError> = Vec::new();
         for addr in self.addrs {
             let outcome = match self.request_one(addr, request.clone()).await {
                 Err(cause @ Cause::Unreachable(_)) => {
-                    failures.push(AdminError {
-                        addr: addr.clone(),
-                        cause,
-                    });
+                    failures.push(self.error(addr, cause));
                     continue;
                 }
                 Err(cause) => Err(cause),
@@ -79,26 +127,37 @@ impl<'a> Ask<'a> {
                 },
             };
             return match outcome {
-                Ok(answer) => self.read_answered(addr, answer, &failures),
+                Ok(value) => Ok(Fetched {
+                    addr: addr.clone(),
+                    value,
+                    skipped: failures,
+                }),
                 Err(cause) => {
-                    failures.push(AdminError {
-                        addr: addr.clone(),
-                        cause,
-                    });
-                    self.read_failed(&failures)
+                    failures.push(self.error(addr, cause));
+                    Err(failures)
                 }
             };
         }
-        self.read_failed(&failures)
+        Err(failures)
     }
 
-    fn read_answered(&self, addr: &str, answer: Answer, skipped: &[AdminError]) -> Report {
+    /// The report of a read `addr` answered, after the `skipped` servers that could not.
+    pub(super) fn read_answered(
+        &self,
+        addr: &str,
+        answer: Answer,
+        skipped: &[AdminError],
+    ) -> Report {
         let stderr = skipped
             .iter()
             .map(|e| format!("rmq-namesrv admin: warning: {e}\n"))
             .collect();
         let stdout = if self.json {
-            json_line(&json!({ "ok": true, "namesrv": addr, "result": answer.json }))
+            let mut doc = serde_json::Map::new();
+            doc.insert("ok".to_owned(), json!(true));
+            doc.insert(self.peer.json_key().to_owned(), json!(addr));
+            doc.insert("result".to_owned(), answer.json);
+            json_line(&Value::Object(doc))
         } else {
             answer.text
         };
@@ -109,7 +168,8 @@ impl<'a> Ask<'a> {
         }
     }
 
-    fn read_failed(&self, failures: &[AdminError]) -> Report {
+    /// The report of a read nobody answered usably.
+    pub(super) fn read_failed(&self, failures: &[AdminError]) -> Report {
         let stderr = failures
             .iter()
             .map(|e| format!("rmq-namesrv admin: {e}\n"))
@@ -132,22 +192,24 @@ impl<'a> Ask<'a> {
         }
     }
 
-    /// A write: sent to every NameServer at once; one line per NameServer,
-    /// `<what> in name server[addr] OK<detail>` or `... Failed, <cause>`.
+    /// A write: sent to every server at once; one line per server,
+    /// `<what> in name server[addr] OK<detail>` or `... Failed, <cause>` (`controller[addr]`
+    /// for controllers).
     pub(super) async fn write<F>(&self, what: &str, request: RemotingCommand, detail: F) -> Report
     where
         F: Fn(&RemotingCommand) -> Result<(String, Value), Cause>,
     {
+        let noun = self.peer.noun();
         self.each(
             request,
             |addr, resp| {
                 let (suffix, json) = detail(resp)?;
                 Ok(Answer {
-                    text: format!("{what} in name server[{addr}] OK{suffix}\n"),
+                    text: format!("{what} in {noun}[{addr}] OK{suffix}\n"),
                     json,
                 })
             },
-            |addr| format!("{what} in name server[{addr}]"),
+            |addr| format!("{what} in {noun}[{addr}]"),
         )
         .await
     }
@@ -196,7 +258,12 @@ impl<'a> Ask<'a> {
         self.each_report(outcomes, label)
     }
 
-    fn each_report<L>(&self, outcomes: Vec<(&str, Result<Answer, Cause>)>, label: L) -> Report
+    /// One line (or block) per server in the order given, the worst exit; one JSON document.
+    pub(super) fn each_report<L>(
+        &self,
+        outcomes: Vec<(&str, Result<Answer, Cause>)>,
+        label: L,
+    ) -> Report
     where
         L: Fn(&str) -> String,
     {
@@ -206,17 +273,18 @@ impl<'a> Ask<'a> {
             match outcome {
                 Ok(answer) => {
                     report.stdout.push_str(&answer.text);
-                    entries.push(json!({ "namesrv": addr, "ok": true, "result": answer.json }));
+                    let mut entry = serde_json::Map::new();
+                    entry.insert(self.peer.json_key().to_owned(), json!(addr));
+                    entry.insert("ok".to_owned(), json!(true));
+                    entry.insert("result".to_owned(), answer.json);
+                    entries.push(Value::Object(entry));
                 }
                 Err(cause) => {
                     report.exit = report.exit.max(cause.exit_code());
                     report
                         .stderr
                         .push_str(&format!("{} Failed, {cause}\n", label(addr)));
-                    entries.push(failure_entry(&AdminError {
-                        addr: addr.to_owned(),
-                        cause,
-                    }));
+                    entries.push(failure_entry(&self.error(addr, cause)));
                 }
             }
         }

@@ -1,5 +1,5 @@
-//! Text layouts: aligned tables, mqadmin's clusterList table, a NameServer's configuration, and
-//! properties escaping for updateNamesrvConfig.
+//! Text layouts: aligned tables, mqadmin's clusterList table, a NameServer's and a controller's
+//! configuration, absent values as Java prints them.
 
 use std::collections::BTreeMap;
 
@@ -61,6 +61,21 @@ pub(super) fn config_block(addr: &str, config: &BTreeMap<String, String>) -> Str
         out.push_str(&format!("{key} = {value}\n"));
     }
     out
+}
+
+/// One controller's configuration as mqadmin's getControllerConfig prints it: the
+/// `============addr============` line, then `key` padded to 50 columns, `=  value`, in key order.
+pub(super) fn controller_config_block(addr: &str, config: &BTreeMap<String, String>) -> String {
+    let mut out = format!("============{addr}============\n");
+    for (key, value) in config {
+        out.push_str(&format!("{key:<50}=  {value}\n"));
+    }
+    out
+}
+
+/// A value as Java's `printf("%s")` prints it: `null` when absent.
+pub(super) fn java_text<T: std::fmt::Display>(value: Option<T>) -> String {
+    value.map_or_else(|| "null".to_owned(), |v| v.to_string())
 }
 
 #[cfg(test)]

@@ -1,4 +1,5 @@
-//! `rmq-namesrv admin`: an mqadmin-style command line client of any NameServer (ours or Java's).
+//! `rmq-namesrv admin`: an mqadmin-style command line client of any NameServer (ours or Java's)
+//! and of any 5.x controller.
 //!
 //! ```text
 //! rmq-namesrv admin [-n "host:port;host:port"] [--timeout 3s] [--json] <command> [options]
@@ -9,27 +10,43 @@
 //! `wipeWritePerm`, `addWritePerm`, `deleteTopic`, `updateNamesrvConfig`), `getNamesrvConfig` and
 //! `status` go to every NameServer of the list, each reported on its own line (or block).
 //!
-//! Exit codes: 0 success; 1 a NameServer answered a non-success code (or an unreadable body);
-//! 2 usage error (clap's); 3 a NameServer cannot be reached (refused, timeout, closed). With
-//! several NameServers the worst outcome wins (3 over 1 over 0). Errors go to stderr.
+//! The controller commands take mqadmin's `-a "host:port;..."` (the controllers) and print
+//! mqadmin's text: `getControllerMetaData` asks the first controller that answers;
+//! `getSyncStateSet`, `electMaster` and `cleanBrokerMetadata` go to the leader that answer names,
+//! following CONTROLLER_NOT_LEADER (`leader`); `getControllerConfig` and `updateControllerConfig`
+//! go to every controller of `-a`, one block or line each; `getBrokerEpoch` asks every broker of
+//! a broker set or cluster, whose addresses (like `getSyncStateSet -c`'s broker names) come from
+//! the NameServers of `-n`. mqadmin's two-letter `-bn` is read as `--brokerName`
+//! ([`mqadmin_args`]).
+//!
+//! Exit codes: 0 success; 1 a server answered a non-success code (or an unreadable body, or no
+//! controller knows a leader); 2 usage error (clap's); 3 a server cannot be reached (refused,
+//! timeout, closed). With several servers the worst outcome wins (3 over 1 over 0). Errors go to
+//! stderr.
 //!
 //! `--json` prints one JSON document on stdout:
 //! - a read that got an answer: `{"ok":true,"namesrv":ADDR,"result":R}`;
-//! - every other case: `{"ok":BOOL,"results":[ENTRY...]}`, one entry per NameServer asked,
+//! - every other case: `{"ok":BOOL,"results":[ENTRY...]}`, one entry per server asked,
 //!   `{"namesrv":ADDR,"ok":true,"result":R}` or `{"namesrv":ADDR,"ok":false,"error":E}`, where
-//!   `E` is `{"kind":"unreachable"|"answered"|"bad_response","message":TEXT}` plus `code`, `name`
-//!   and `remark` for `answered`.
+//!   `E` is `{"kind":"unreachable"|"answered"|"bad_response"|"no_leader","message":TEXT}` plus
+//!   `code`, `name` and `remark` for `answered`.
+//!
+//! The key `namesrv` is `controller` for the controller commands and `broker` for
+//! getBrokerEpoch's answers ([`Peer`]).
 //!
 //! One file per concern:
 //! - `command`: the commands and their options ([`AdminCommand`]);
-//! - `ask`: how a request goes to the NameServers — reads to the first that answers, writes to
+//! - `ask`: how a request goes to the servers — reads to the first that answers, writes to
 //!   every one — and becomes a [`Report`];
+//! - `leader`: how a request reaches the controller leader;
 //! - `report`: what went wrong ([`Cause`], [`AdminError`]) and what to print ([`Report`]);
-//! - `format`: text layouts ([`table`], [`cluster_table`]);
+//! - `format`: text layouts ([`table`], [`cluster_table`], configurations);
 //! - one file per group of commands, each command one function: `cluster` (clusterList),
 //!   `topic` (topicRoute, topicList, deleteTopic), `kv` (getKvConfig, updateKvConfig,
 //!   deleteKvConfig, kvList), `perm` (wipeWritePerm, addWritePerm), `namesrv_config`
-//!   (getNamesrvConfig, updateNamesrvConfig), `status` (the status page's summary).
+//!   (getNamesrvConfig, updateNamesrvConfig), `status` (the status page's summary),
+//!   `controller` (getControllerMetaData, electMaster, cleanBrokerMetadata, getControllerConfig,
+//!   updateControllerConfig), `replicas` (getSyncStateSet, getBrokerEpoch).
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -43,18 +60,21 @@ use crate::tls_args::TlsArgs;
 mod ask;
 mod cluster;
 mod command;
+mod controller;
 mod format;
 mod kv;
+mod leader;
 mod namesrv_config;
 mod perm;
+mod replicas;
 mod report;
 mod status;
 mod topic;
 
 use ask::Ask;
-pub use command::AdminCommand;
+pub use command::{AdminCommand, ControllerAddrs};
 pub use format::{cluster_table, table};
-pub use report::{AdminError, Cause, Report};
+pub use report::{AdminError, Cause, Peer, Report};
 
 /// Exit status: success.
 pub const EXIT_OK: u8 = 0;
@@ -68,12 +88,13 @@ pub const EXIT_UNREACHABLE: u8 = 3;
 /// `rmq-namesrv admin`: options shared by every command, then the command.
 #[derive(Debug, Clone, Args)]
 #[command(
-    about = "Administer running NameServers (ours or Java's), like mqadmin",
-    long_about = "Administer running NameServers (ours or Java's), like mqadmin.\n\n\
+    about = "Administer running NameServers and controllers (ours or Java's), like mqadmin",
+    long_about = "Administer running NameServers and controllers (ours or Java's), like mqadmin.\n\n\
         Reads go to the first NameServer of -n that answers; writes, getNamesrvConfig and status \
-        go to every one of them.\n\
-        Exit codes: 0 success, 1 a NameServer answered an error, 2 usage error, \
-        3 a NameServer cannot be reached."
+        go to every one of them. Controller commands take -a (controllers); leader-only ones \
+        go to the leader the controllers name.\n\
+        Exit codes: 0 success, 1 a server answered an error, 2 usage error, \
+        3 a server cannot be reached."
 )]
 pub struct AdminArgs {
     #[command(flatten)]
@@ -121,6 +142,56 @@ impl NamesrvList {
 
 /// Parses mqadmin's `-n` syntax: `host:port` entries separated by `;` (blank entries ignored).
 pub fn parse_namesrv_list(text: &str) -> Result<NamesrvList, String> {
+    parse_addr_list(text, "NameServer")
+}
+
+/// Parses mqadmin's `-a` syntax, as `-n`'s.
+pub fn parse_controller_list(text: &str) -> Result<NamesrvList, String> {
+    parse_addr_list(text, "controller")
+}
+
+/// Broker controller ids of `cleanBrokerMetadata -b`: the text as given (sent as it is, as
+/// mqadmin does), each `;`-separated entry checked to be a number.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BrokerIds(String);
+
+impl BrokerIds {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// Parses `1;2;3`.
+pub fn parse_broker_ids(text: &str) -> Result<BrokerIds, String> {
+    let text = text.trim();
+    for id in text.split(';') {
+        if id.trim().parse::<i64>().is_err() {
+            return Err(format!(
+                "{id:?} is not a broker id (the format is \"1;2;3\")"
+            ));
+        }
+    }
+    Ok(BrokerIds(text.to_owned()))
+}
+
+/// mqadmin's two-letter `-bn` (brokerName of electMaster and cleanBrokerMetadata), which clap
+/// cannot have as a short option, becomes `--brokerName` in the arguments after `admin`.
+pub fn mqadmin_args<I: IntoIterator<Item = std::ffi::OsString>>(
+    args: I,
+) -> Vec<std::ffi::OsString> {
+    let mut in_admin = false;
+    args.into_iter()
+        .map(|arg| {
+            if in_admin && arg == "-bn" {
+                return "--brokerName".into();
+            }
+            in_admin = in_admin || arg == "admin";
+            arg
+        })
+        .collect()
+}
+
+fn parse_addr_list(text: &str, what: &str) -> Result<NamesrvList, String> {
     let mut addrs = Vec::new();
     for entry in text.split(';').map(str::trim).filter(|e| !e.is_empty()) {
         let valid = entry
@@ -132,7 +203,7 @@ pub fn parse_namesrv_list(text: &str) -> Result<NamesrvList, String> {
         addrs.push(entry.to_owned());
     }
     if addrs.is_empty() {
-        return Err("no NameServer address given".to_owned());
+        return Err(format!("no {what} address given"));
     }
     Ok(NamesrvList(addrs))
 }
@@ -204,6 +275,72 @@ pub async fn execute(args: &AdminArgs) -> Report {
         AdminCommand::UpdateNamesrvConfig { key, value } => {
             namesrv_config::update_namesrv_config(&ask, key, value).await
         }
+        command => execute_controller(&ask, command).await,
+    }
+}
+
+/// The controller commands: `ask` is the NameServers' (for `-n`); each command's `-a` gives
+/// the controllers.
+async fn execute_controller(ask: &Ask<'_>, command: &AdminCommand) -> Report {
+    fn to<'b>(ask: &Ask<'_>, c: &'b ControllerAddrs) -> Ask<'b> {
+        ask.to(c.addrs.addrs(), Peer::Controller)
+    }
+    match command {
+        AdminCommand::GetControllerMetaData { controllers } => {
+            controller::get_controller_metadata(&to(ask, controllers)).await
+        }
+        AdminCommand::GetSyncStateSet {
+            controllers,
+            broker_name,
+            cluster,
+        } => {
+            let which = replicas::Which::of(broker_name.as_deref(), cluster.as_deref());
+            replicas::get_sync_state_set(ask, &to(ask, controllers), which).await
+        }
+        AdminCommand::GetBrokerEpoch {
+            broker_name,
+            cluster,
+        } => {
+            let which = replicas::Which::of(broker_name.as_deref(), cluster.as_deref());
+            replicas::get_broker_epoch(ask, which).await
+        }
+        AdminCommand::ElectMaster {
+            controllers,
+            broker_id,
+            broker_name,
+            cluster,
+        } => {
+            controller::elect_master(&to(ask, controllers), cluster, broker_name, *broker_id).await
+        }
+        AdminCommand::CleanBrokerMetadata {
+            controllers,
+            broker_ids,
+            broker_name,
+            cluster,
+            clean_living_broker,
+        } => {
+            let target = controller::CleanTarget {
+                cluster: cluster.as_deref(),
+                broker_name,
+                broker_ids: broker_ids.as_ref(),
+                clean_living_broker: *clean_living_broker,
+            };
+            controller::clean_broker_metadata(&to(ask, controllers), &target).await
+        }
+        AdminCommand::GetControllerConfig { controllers } => {
+            controller::get_controller_config(&to(ask, controllers)).await
+        }
+        AdminCommand::UpdateControllerConfig {
+            controllers,
+            key,
+            value,
+        } => controller::update_controller_config(&to(ask, controllers), key, value).await,
+        // The NameServer commands are matched in `execute`.
+        _ => Report {
+            stdout: String::new(),
+            stderr: "rmq-namesrv admin: not a controller command\n".to_owned(),
+            exit: EXIT_USAGE,
+        },
     }
 }
 
@@ -220,6 +357,50 @@ mod tests {
         assert!(parse_namesrv_list("127.0.0.1").is_err());
         assert!(parse_namesrv_list("127.0.0.1:99999").is_err());
         assert!(parse_namesrv_list(":9876").is_err());
+    }
+
+    #[test]
+    fn mqadmin_s_bn_becomes_broker_name_after_admin_only() {
+        let args = |list: &[&str]| {
+            list.iter()
+                .map(std::ffi::OsString::from)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            mqadmin_args(args(&[
+                "rmq",
+                "-bn",
+                "admin",
+                "electMaster",
+                "-bn",
+                "b",
+                "-b",
+                "1"
+            ])),
+            args(&[
+                "rmq",
+                "-bn",
+                "admin",
+                "electMaster",
+                "--brokerName",
+                "b",
+                "-b",
+                "1"
+            ])
+        );
+    }
+
+    #[test]
+    fn broker_id_lists() {
+        assert_eq!(
+            parse_broker_ids(" 1;2 ").map(|ids| ids.0),
+            Ok("1;2".to_owned())
+        );
+        assert!(parse_broker_ids("1;x").is_err());
+        assert!(parse_broker_ids("").is_err());
+        assert!(parse_controller_list(";")
+            .unwrap_err()
+            .contains("no controller address"));
     }
 
     #[test]

@@ -3,6 +3,7 @@
 
 use std::fmt;
 
+use rmq_protocol::controller::response_code_name;
 use rmq_protocol::{fastjson, RemotingCommand, ResponseCode};
 use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
@@ -19,6 +20,36 @@ pub enum Cause {
     Answered { code: i32, remark: Option<String> },
     /// A success response whose body or header cannot be read.
     BadResponse(String),
+    /// A controller that answers but knows no leader (none elected yet, or the peers are split).
+    NoLeader,
+}
+
+/// What kind of server a command talks to: named in messages, the key of its `--json` entries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Peer {
+    NameServer,
+    Controller,
+    Broker,
+}
+
+impl Peer {
+    /// How messages name it: `name server`, `controller`, `broker`.
+    pub fn noun(self) -> &'static str {
+        match self {
+            Self::NameServer => "name server",
+            Self::Controller => "controller",
+            Self::Broker => "broker",
+        }
+    }
+
+    /// The key of its address in `--json`: `namesrv`, `controller`, `broker`.
+    pub fn json_key(self) -> &'static str {
+        match self {
+            Self::NameServer => "namesrv",
+            Self::Controller => "controller",
+            Self::Broker => "broker",
+        }
+    }
 }
 
 impl Cause {
@@ -43,7 +74,7 @@ impl Cause {
     pub(super) fn exit_code(&self) -> u8 {
         match self {
             Self::Unreachable(_) => EXIT_UNREACHABLE,
-            Self::Answered { .. } | Self::BadResponse(_) => EXIT_ANSWERED,
+            Self::Answered { .. } | Self::BadResponse(_) | Self::NoLeader => EXIT_ANSWERED,
         }
     }
 }
@@ -54,21 +85,18 @@ impl fmt::Display for Cause {
         match self {
             Self::Unreachable(reason) => write!(f, "unreachable: {reason}"),
             Self::Answered { code, remark } => {
-                write!(
-                    f,
-                    "answered {}: {}",
-                    ResponseCode(*code),
-                    RemarkText(remark)
-                )
+                write!(f, "answered {}: {}", CodeText(*code), RemarkText(remark))
             }
             Self::BadResponse(reason) => write!(f, "unreadable response: {reason}"),
+            Self::NoLeader => f.write_str("knows no controller leader"),
         }
     }
 }
 
-/// One NameServer's failure, naming it.
+/// One server's failure, naming it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AdminError {
+    pub peer: Peer,
     pub addr: String,
     pub cause: Cause,
 }
@@ -77,21 +105,19 @@ impl std::error::Error for AdminError {}
 
 impl fmt::Display for AdminError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let addr = &self.addr;
+        let (peer, addr) = (self.peer.noun(), &self.addr);
         match &self.cause {
-            Cause::Unreachable(reason) => write!(f, "cannot reach name server {addr}: {reason}"),
+            Cause::Unreachable(reason) => write!(f, "cannot reach {peer} {addr}: {reason}"),
             Cause::Answered { code, remark } => write!(
                 f,
-                "name server {addr} answered {}: {}",
-                ResponseCode(*code),
+                "{peer} {addr} answered {}: {}",
+                CodeText(*code),
                 RemarkText(remark)
             ),
             Cause::BadResponse(reason) => {
-                write!(
-                    f,
-                    "name server {addr} sent an unreadable response: {reason}"
-                )
+                write!(f, "{peer} {addr} sent an unreadable response: {reason}")
             }
+            Cause::NoLeader => write!(f, "{peer} {addr} knows no controller leader"),
         }
     }
 }
@@ -105,10 +131,29 @@ impl AdminError {
                 "kind": "answered",
                 "message": message,
                 "code": code,
-                "name": ResponseCode(*code).name(),
+                "name": code_name(*code),
                 "remark": remark,
             }),
             Cause::BadResponse(_) => json!({ "kind": "bad_response", "message": message }),
+            Cause::NoLeader => json!({ "kind": "no_leader", "message": message }),
+        }
+    }
+}
+
+/// The Java name of a response code, the controller's (2000-2016) included.
+fn code_name(code: i32) -> Option<&'static str> {
+    let code = ResponseCode(code);
+    code.name().or_else(|| response_code_name(code))
+}
+
+/// A response code as printed: `NAME(code)`, or `code N` for one without a name.
+struct CodeText(i32);
+
+impl fmt::Display for CodeText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match code_name(self.0) {
+            Some(name) => write!(f, "{name}({})", self.0),
+            None => write!(f, "{}", ResponseCode(self.0)),
         }
     }
 }
@@ -142,7 +187,11 @@ pub(super) struct Answer {
 
 /// The `--json` entry of one NameServer that failed.
 pub(super) fn failure_entry(error: &AdminError) -> Value {
-    json!({ "namesrv": error.addr, "ok": false, "error": error.to_json() })
+    let mut entry = serde_json::Map::new();
+    entry.insert(error.peer.json_key().to_owned(), json!(error.addr));
+    entry.insert("ok".to_owned(), json!(false));
+    entry.insert("error".to_owned(), error.to_json());
+    Value::Object(entry)
 }
 
 /// A JSON document on one line, as `--json` prints it.
@@ -170,6 +219,7 @@ mod tests {
     #[test]
     fn error_texts_name_code_and_address() {
         let answered = AdminError {
+            peer: Peer::NameServer,
             addr: "127.0.0.1:9876".to_owned(),
             cause: Cause::Answered {
                 code: 22,
@@ -191,6 +241,7 @@ mod tests {
         };
         assert_eq!(unknown.to_string(), "answered code 77: (no remark)");
         let refused = AdminError {
+            peer: Peer::NameServer,
             addr: "127.0.0.1:1".to_owned(),
             cause: Cause::Unreachable("Connection refused (os error 111)".to_owned()),
         };

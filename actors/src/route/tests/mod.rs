@@ -14,6 +14,7 @@ mod liveness;
 mod queries;
 mod register;
 mod slices;
+mod snapshot;
 
 const CLUSTER: &str = "Default_Cluster";
 const BROKER: &str = "Default_Broker";
