@@ -207,6 +207,8 @@ pub struct Overrides {
     pub log_format: Option<LogFormat>,
     pub access_profile: Option<Profile>,
     pub acl_file: Option<PathBuf>,
+    /// `controller.enabled` (a standalone controller turns it on whatever the file says).
+    pub controller_enabled: Option<bool>,
 }
 
 /// Prefix of environment overrides: `NAMESRV__SERVER__LISTEN=127.0.0.1:9876`.
@@ -277,6 +279,9 @@ impl Config {
         if let Some(path) = &overrides.acl_file {
             builder =
                 builder.set_override("access.acl_file", path.to_string_lossy().into_owned())?;
+        }
+        if let Some(enabled) = overrides.controller_enabled {
+            builder = builder.set_override("controller.enabled", enabled)?;
         }
         let mut config: Config = builder.build()?.try_deserialize()?;
         config.java_extra = java_extra;

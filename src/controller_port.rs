@@ -12,7 +12,7 @@ use rmq_actors::controller::file_store::{FileStore, FileStoreError};
 use rmq_actors::controller::Controller;
 use rmq_actors::listener::{Listener, ListenerSetup};
 use rmq_actors::outbound::Notify;
-use rmq_actors::services::{Port, Services};
+use rmq_actors::services::Services;
 use rmq_transport::front_door::FrontDoor;
 use tracing::{info, warn};
 
@@ -43,16 +43,6 @@ pub struct ControllerPort {
     pub listener: Addr<Listener>,
     /// Runs the controller and its store.
     pub arbiter: Arbiter,
-}
-
-/// What the controller port shares with the NameServer port.
-pub struct Shared<'a> {
-    pub front_door: FrontDoor,
-    pub workers: &'a [Arbiter],
-    /// The NameServer port's services; the controller port's are these with the controller.
-    pub services: Services,
-    /// Where notifications to brokers go.
-    pub notifier: Recipient<Notify>,
 }
 
 /// A controller ready to start: everything that can fail is done (its address bound, its state
@@ -125,8 +115,9 @@ pub fn prepare(config: &Config) -> Result<Option<Prepared>, ControllerStartError
 }
 
 impl Prepared {
-    /// Starts the controller and its port (cannot fail: [`prepare`] did what can).
-    pub fn start(self, shared: Shared<'_>) -> ControllerPort {
+    /// Starts the controller and its store on an arbiter of their own (cannot fail: [`prepare`]
+    /// did what can); its port listens once [`Started::listen`] is given the port's services.
+    pub fn start(self, notifier: Recipient<Notify>) -> Started {
         let Prepared {
             addr,
             incoming,
@@ -142,7 +133,6 @@ impl Prepared {
             .map(FileStore::initial_events)
             .unwrap_or_default();
         let arbiter = Arbiter::new();
-        let notifier = shared.notifier;
         let me_store = me.clone();
         let controller = Controller::start_in_arbiter(&arbiter.handle(), move |ctx| {
             let events = ctx.address().recipient();
@@ -155,27 +145,57 @@ impl Prepared {
         for event in initial {
             controller.do_send(event);
         }
-        let services = Services {
-            opened: controller.clone().recipient(),
-            closed: controller.clone().recipient(),
-            port: Port::Controller,
-            controller: Some(controller.clone()),
-            ..shared.services
-        };
+        Started {
+            addr,
+            incoming,
+            controller,
+            arbiter,
+            server,
+            id: me.id,
+            store_name,
+        }
+    }
+}
+
+/// A controller running, its port not yet listening.
+pub struct Started {
+    addr: SocketAddr,
+    incoming: tokio::net::TcpListener,
+    controller: Addr<Controller>,
+    arbiter: Arbiter,
+    server: rmq_actors::settings::ServerSettings,
+    id: String,
+    store_name: String,
+}
+
+impl Started {
+    /// The controller actor.
+    pub fn controller(&self) -> &Addr<Controller> {
+        &self.controller
+    }
+
+    /// Listens with `front_door` on the connection threads `workers`; `services` are the
+    /// controller port's (`Port::Controller`, the controller told of every connection).
+    pub fn listen(
+        self,
+        front_door: FrontDoor,
+        workers: &[Arbiter],
+        services: Services,
+    ) -> ControllerPort {
         let listener = Listener::new(ListenerSetup {
-            listener: incoming,
-            front_door: shared.front_door,
-            workers: shared.workers.iter().map(Arbiter::handle).collect(),
-            settings: server,
+            listener: self.incoming,
+            front_door,
+            workers: workers.iter().map(Arbiter::handle).collect(),
+            settings: self.server,
             services,
         })
         .start();
-        info!(addr = %addr, id = %me.id, store = %store_name, "controller listening");
+        info!(addr = %self.addr, id = %self.id, store = %self.store_name, "controller listening");
         ControllerPort {
-            addr,
-            controller,
+            addr: self.addr,
+            controller: self.controller,
             listener,
-            arbiter,
+            arbiter: self.arbiter,
         }
     }
 }

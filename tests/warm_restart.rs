@@ -72,14 +72,24 @@ async fn routes_are_served_at_once_after_a_restart_and_confirmed_by_registration
     let brokers = server.routes().send(ListBrokers).await.unwrap();
     assert!(brokers.iter().all(|b| b.unconfirmed), "{brokers:?}");
     let http = server.http_addr().unwrap();
-    assert_eq!(support::http::get(http, "/ready", "").await.status, 200, "ready at once");
+    assert_eq!(
+        support::http::get(http, "/ready", "").await.status,
+        200,
+        "ready at once"
+    );
     let metrics = support::http::get(http, "/metrics", "").await.body;
-    assert!(metrics.contains("rmq_namesrv_brokers_unconfirmed 2"), "{metrics}");
+    assert!(
+        metrics.contains("rmq_namesrv_brokers_unconfirmed 2"),
+        "{metrics}"
+    );
     let status: serde_json::Value =
         serde_json::from_str(&support::http::get(http, "/api/status", "").await.body).unwrap();
     assert_eq!(status["counters"]["unconfirmed_brokers"], 2, "{status}");
     let page = support::http::get(http, "/", "").await.body;
-    assert!(page.contains("unconfirmed</span>"), "the status page marks them");
+    assert!(
+        page.contains("unconfirmed</span>"),
+        "the status page marks them"
+    );
 
     // broker-a registers again: confirmed; broker-b does not: gone after the grace (2 s).
     let mut conn = connect(&server).await;

@@ -38,16 +38,16 @@ use door::{HttpDoor, StopServing};
 /// (`web::Data`); nothing in it is mutable.
 #[derive(Clone)]
 pub(crate) struct Observed {
-    pub routes: Addr<RouteRegistry>,
-    pub kv: Addr<KvStore>,
-    pub housekeeping: Addr<Housekeeping>,
+    /// The NameServer's owners; none in a standalone controller, whose page and scrape then
+    /// show no routes, KV or NameServer connections.
+    pub namesrv: Option<NamesrvObserved>,
     pub limits: Addr<Limits>,
     pub keepers: Vec<Addr<RouteCacheKeeper>>,
     /// Each actor's health, as the embedding API reports it.
     pub health: HealthProbe,
     /// False once a stop began (the remoting port no longer accepts).
     pub accepting: watch::Receiver<bool>,
-    /// The remoting port's address.
+    /// The remoting port's address (a standalone controller's: its controller port).
     pub remoting: SocketAddr,
     pub started: Instant,
     pub http: HttpConfig,
@@ -57,6 +57,14 @@ pub(crate) struct Observed {
     pub access_guard: Option<Addr<AccessGuard>>,
     /// The address list that follows DNS (`http.nsaddr_dns`), when set.
     pub addresses: Option<Addr<AddressBook>>,
+}
+
+/// The owners of the NameServer's tables the HTTP port reads.
+#[derive(Clone)]
+pub(crate) struct NamesrvObserved {
+    pub routes: Addr<RouteRegistry>,
+    pub kv: Addr<KvStore>,
+    pub housekeeping: Addr<Housekeeping>,
 }
 
 /// Asks every actor whether it is alive (the handle's health check, shared with the HTTP port).
@@ -167,12 +175,20 @@ async fn health(observed: web::Data<Observed>) -> HttpResponse {
 }
 
 /// 200 when the remoting port accepts and the registry answers routes (past the
-/// `need_wait_for_service` window when that is on); 503 saying why not.
+/// `need_wait_for_service` window when that is on; a standalone controller: when its port
+/// accepts and every actor is alive); 503 saying why not.
 async fn ready(observed: web::Data<Observed>) -> HttpResponse {
     if !*observed.accepting.borrow() {
         return unavailable("stopping: no longer accepting connections");
     }
-    match observed.routes.send(GetRegistryMetrics).await {
+    let Some(namesrv) = &observed.namesrv else {
+        let health = (observed.health)().await;
+        return match health.lost().as_slice() {
+            [] => text("ready\n".to_owned()),
+            lost => unavailable(&format!("lost {}", lost.join(", "))),
+        };
+    };
+    match namesrv.routes.send(GetRegistryMetrics).await {
         Ok(metrics) if metrics.ready => text("ready\n".to_owned()),
         Ok(_) => unavailable("waiting for brokers (registry.need_wait_for_service)"),
         Err(err) => unavailable(&format!("route registry unavailable: {err}")),

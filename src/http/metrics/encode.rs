@@ -11,7 +11,7 @@ use rmq_actors::access::{AccessClass, Refusal};
 use rmq_actors::metrics::{Every, Family, Kind, Sample, Value};
 
 use super::figures::Scrape;
-use super::owners::{BUILD_INFO, OWNED};
+use super::owners::{BUILD_INFO, NAMESRV_ONLY, OWNED};
 
 /// One scrape as a prometheus-client collector.
 #[derive(Debug)]
@@ -29,6 +29,9 @@ impl Collector for Collected {
             write(&mut encoder, &family, samples)?;
         }
         for owned in &OWNED {
+            if !scrape.namesrv && NAMESRV_ONLY.contains(&owned.family.name) {
+                continue;
+            }
             write(&mut encoder, &owned.family, (owned.samples)(scrape))?;
         }
         Ok(())
@@ -110,7 +113,10 @@ mod tests {
 
     #[test]
     fn every_family_is_written_once_with_its_zeros() {
-        let mut scrape = Scrape::default();
+        let mut scrape = Scrape {
+            namesrv: true,
+            ..Scrape::default()
+        };
         scrape.workers.access_refusals.add(["read", "no_signature"]);
         scrape.workers.access_refusals.add(["read", "no_signature"]);
         let text = exposition(scrape);
@@ -121,6 +127,12 @@ mod tests {
         assert_eq!(unique.len(), types.len(), "a family written twice");
         let worker_families = WorkerSnapshot::default().families().len();
         assert_eq!(types.len(), 1 + worker_families + OWNED.len());
+        // A standalone controller's scrape: no NameServer family.
+        let alone = exposition(Scrape::default());
+        let types = alone.lines().filter(|l| l.starts_with("# TYPE")).count();
+        let shown = OWNED.len() - NAMESRV_ONLY.len();
+        assert_eq!(types, 1 + worker_families + shown);
+        assert!(!alone.contains("rmq_namesrv_topics "));
 
         let access: Vec<_> = text
             .lines()

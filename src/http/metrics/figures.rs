@@ -19,6 +19,9 @@ pub(crate) struct Scrape {
     pub open_connections: usize,
     pub go_away: u64,
     pub health: Option<Health>,
+    /// Whether the NameServer's owners were asked (not in a standalone controller, whose
+    /// scrape has no registry, KV or NameServer-port families).
+    pub namesrv: bool,
 }
 
 /// Collects a scrape from every actor; an actor that does not answer contributes nothing.
@@ -29,25 +32,28 @@ pub(crate) async fn collect(observed: &Observed, with_kv_table: bool) -> Scrape 
             scrape.workers.merge(&worker);
         }
     }
-    scrape.registry = observed
-        .routes
-        .send(GetRegistryMetrics)
-        .await
-        .unwrap_or_default();
-    scrape.kv = observed
-        .kv
-        .send(GetKvStats {
-            with_table: with_kv_table,
-        })
-        .await
-        .unwrap_or_default();
     scrape.limits = observed.limits.send(LimitCounts).await.unwrap_or_default();
-    scrape.open_connections = observed
-        .housekeeping
-        .send(OpenConnections)
-        .await
-        .unwrap_or(0);
-    scrape.go_away = observed.housekeeping.send(GoAwayCount).await.unwrap_or(0);
+    if let Some(namesrv) = &observed.namesrv {
+        scrape.namesrv = true;
+        scrape.registry = namesrv
+            .routes
+            .send(GetRegistryMetrics)
+            .await
+            .unwrap_or_default();
+        scrape.kv = namesrv
+            .kv
+            .send(GetKvStats {
+                with_table: with_kv_table,
+            })
+            .await
+            .unwrap_or_default();
+        scrape.open_connections = namesrv
+            .housekeeping
+            .send(OpenConnections)
+            .await
+            .unwrap_or(0);
+        scrape.go_away = namesrv.housekeeping.send(GoAwayCount).await.unwrap_or(0);
+    }
     scrape.health = Some((observed.health)().await);
     scrape
 }
