@@ -53,7 +53,7 @@ def start_ours(ctx, label, ctl_addr):
     R.write_properties(conf, standalone_props(ctx, label, ctl_addr))
     argv = [str(ctx.binary), "controller", "-c", str(conf), "--log-level", "info"]
     (home / "argv.txt").write_text(" ".join(argv) + "\n")
-    proc = ctx.spawn(label, argv, home)
+    proc = ctx.spawn(label, argv, home, env={"HOME": str(home)})
     proc.addr = ctl_addr
     ctx.logs.append((f"{label} stderr", proc.stderr))
     ctx._await_boot(proc, OURS_BOOT + ctl_addr, 30)

@@ -344,7 +344,9 @@ class Ctx:
             argv += ["--config", str(config)]
         argv += list(extra_args)
         (home / "argv.txt").write_text(" ".join(argv) + "\n")
-        proc = self.spawn(label, argv, home, stdout_pipe=True)
+        # HOME in its own directory: every "~/..." default (the controller's config store, the
+        # route snapshot) stays in the scenario, as the Java servers' -Duser.home does.
+        proc = self.spawn(label, argv, home, env={"HOME": str(home)}, stdout_pipe=True)
         self.logs.append((f"{label} stderr", proc.stderr))
         lines = queue.Queue()
 

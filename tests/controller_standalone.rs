@@ -228,14 +228,23 @@ async fn from_java_properties_it_serves_the_controller_alone_and_stops_on_sigter
              enableElectUncleanMaster=false\n\
              notifyBrokerRoleChanged=true\n\
              scanNotActiveBrokerInterval=2000\n\
-             controllerThreadPoolNums=16\n",
-            store = dir.join("store").display()
+             controllerThreadPoolNums=16\n\
+             configStorePath={config_store}\n",
+            store = dir.join("store").display(),
+            config_store = dir.join("controller-config.properties").display()
         ),
     )
     .unwrap();
     let mut daemon = spawn(&file);
     assert_eq!(daemon.addr, format!("127.0.0.1:{port}"));
     serves_the_controller_only(&daemon, "group-sa").await;
+    // As in Java's controller file, configStorePath is where UPDATE_CONTROLLER_CONFIG persists.
+    let mut ctl = Client::connect(&daemon.addr, TIMEOUT).await.unwrap();
+    let update = RemotingCommand::request(RequestCode::UPDATE_CONTROLLER_CONFIG)
+        .with_body(b"enableElectUncleanMaster=true\n".to_vec());
+    assert_eq!(ctl.request(update).await.unwrap().code, 0);
+    let stored = std::fs::read_to_string(dir.join("controller-config.properties")).unwrap();
+    assert!(stored.contains("enableElectUncleanMaster=true"), "{stored}");
     let status = terminate(&mut daemon, TIMEOUT);
     assert_eq!(status.code(), Some(0));
     // The broker set is in the state file: a restart on it knows it (and, its master silent,
@@ -248,6 +257,13 @@ async fn from_java_properties_it_serves_the_controller_alone_and_stops_on_sigter
     assert_eq!(r.code, 0, "{r:?}");
     let epoch: i32 = r.ext("masterEpoch").unwrap_or("0").parse().unwrap();
     assert!(epoch >= 1, "{r:?}");
+    // ... and keeps the update.
+    let r = ctl
+        .request(RemotingCommand::request(RequestCode::GET_CONTROLLER_CONFIG))
+        .await
+        .unwrap();
+    let text = String::from_utf8_lossy(r.body.as_deref().unwrap_or_default()).into_owned();
+    assert!(text.contains("enableElectUncleanMaster=true"), "{text}");
 }
 
 #[actix::test]

@@ -32,6 +32,8 @@ const NAMESRV_SECTIONS: [&str; 4] = ["registry", "kv", "cluster_test", "admin"];
 const USED_BY_THE_CONTROLLER: &[&str] = &[
     // `scanNotActiveBrokerInterval`: the controller's heartbeat-expiry scan.
     "registry.scan_interval",
+    // `configStorePath`: the controller's config store (see `StandaloneController::new`).
+    "kv.config_store_path",
 ];
 
 /// A standalone controller to start: `config`'s `[controller]` (turned on whatever
@@ -46,6 +48,14 @@ pub struct StandaloneController {
 impl StandaloneController {
     pub fn new(mut config: Config) -> Self {
         config.controller.enabled = true;
+        // In a controller's file, as in Java's `ControllerConfig`, `configStorePath` is where
+        // UPDATE_CONTROLLER_CONFIG persists (a NameServer's file maps it to kv.config_store_path).
+        let defaults = Config::default();
+        if config.controller.config_store_path == defaults.controller.config_store_path
+            && config.kv.config_store_path != defaults.kv.config_store_path
+        {
+            config.controller.config_store_path = config.kv.config_store_path.clone();
+        }
         Self { config }
     }
 
