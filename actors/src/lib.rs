@@ -24,6 +24,7 @@ pub mod collect;
 pub mod connection;
 pub mod controller;
 pub mod dispatch;
+pub mod etcd_access;
 pub mod etcd_api;
 pub mod etcd_call;
 pub mod file_watch;

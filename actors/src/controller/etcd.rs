@@ -560,7 +560,7 @@ async fn open_session(
     stale_lease: Option<i64>,
 ) -> Result<Opened, String> {
     let limit = settings.timeout;
-    let client = connect(&settings.endpoints, limit).await?;
+    let client = connect(&settings.endpoints, &settings.security, limit).await?;
     let mut leases = client.lease_client();
     if let Some(stale) = stale_lease {
         if let Err(e) = within(limit, leases.revoke(stale)).await {
