@@ -11,8 +11,8 @@ mod http;
 pub use http::HttpConfig;
 
 pub use crate::controller_config::ControllerConfig;
-pub use rmq_actors::etcd_access::EtcdAccess;
 pub use rmq_actors::access::settings::{AccessSettings, ClassSetting, PolicyKind, Profile};
+pub use rmq_actors::etcd_access::EtcdAccess;
 pub use rmq_actors::settings::{
     expand_home, InvalidSetting, KvSettings, RegistrySettings, ResponseSerialize, ServerSettings,
 };

@@ -535,7 +535,11 @@ mod tests {
             ("etcd.user", "namesrv"),
             ("etcd.password_file", "/run/secrets/etcd"),
         ] {
-            assert_eq!(get_path(&root, ours).and_then(Value::as_str), Some(value), "{ours}");
+            assert_eq!(
+                get_path(&root, ours).and_then(Value::as_str),
+                Some(value),
+                "{ours}"
+            );
         }
     }
 

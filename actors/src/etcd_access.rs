@@ -20,8 +20,8 @@ use rmq_transport::pem::{certificates, private_key, read_bounded};
 use rmq_transport::Secret;
 use serde::{Deserialize, Serialize};
 
-use crate::etcd_api::{GetOptions, Security};
-use crate::etcd_call::{connect, within, EtcdFailure};
+use crate::etcd_api::{self, GetOptions, Security};
+use crate::etcd_call::within;
 use crate::settings::InvalidSetting;
 
 /// The `[etcd]` section.
@@ -116,7 +116,7 @@ impl EtcdAccess {
                 return Err(invalid(
                     key,
                     format!(
-                        "{endpoint}: https:// needs the CA that signed etcd's certificate \
+                        "{endpoint}: TLS (https://) needs the CA that signed etcd's certificate \
                          (etcd.ca_file, Java-style etcdCaFile)"
                     ),
                 ));
@@ -148,10 +148,7 @@ impl EtcdAccess {
             (Some(cert), Some(key)) => {
                 let cert = pem_file("etcd.cert_file", cert, |p| certificates(p).map(drop))?;
                 let key_pem = pem_file("etcd.key_file", key, |p| {
-                    if read_bounded(p)?
-                        .windows(9)
-                        .any(|w| w == b"ENCRYPTED")
-                    {
+                    if read_bounded(p)?.windows(9).any(|w| w == b"ENCRYPTED") {
                         return Err(rmq_transport::pem::PemError::Invalid {
                             path: p.to_owned(),
                             reason: "an encrypted key is not supported for etcd: decrypt it \
@@ -196,10 +193,7 @@ impl EtcdAccess {
         if len > MAX_PASSWORD_FILE {
             return Err(invalid(
                 "etcd.password_file",
-                format!(
-                    "{} is {len} bytes: not a password file",
-                    path.display()
-                ),
+                format!("{} is {len} bytes: not a password file", path.display()),
             ));
         }
         let text = std::fs::read_to_string(path).map_err(unreadable)?;
@@ -234,10 +228,10 @@ pub enum Checked {
     Unreachable(String),
 }
 
-/// Connects to `endpoints` as `security` says and reads one key under `prefix`: a refusal that
-/// settles a setting (CA, client certificate, password, permissions) is an error naming its
-/// key (`endpoints_key` for a scheme the server does not speak); anything else is
-/// [`Checked::Unreachable`].
+/// Connects to each of `endpoints` in turn as `security` says and reads one key under
+/// `prefix`: a refusal that settles a setting (CA, client certificate, password, permissions)
+/// is an error naming its key (`endpoints_key` for a scheme the server does not speak); one
+/// endpoint that answers is [`Checked::Fine`]; none reachable is [`Checked::Unreachable`].
 pub async fn check_with_etcd(
     endpoints_key: &'static str,
     endpoints: &[String],
@@ -245,27 +239,82 @@ pub async fn check_with_etcd(
     security: &Security,
     limit: Duration,
 ) -> Result<Checked, InvalidSetting> {
-    let client = match connect(endpoints, security, limit).await {
-        Ok(client) => client,
-        Err(reason) => return settled(endpoints_key, security, reason).map(Checked::Unreachable),
+    let mut unreachable = Vec::new();
+    for endpoint in endpoints {
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let reason = match check_one(endpoint, prefix, security, limit).await {
+                Ok(()) => return Ok(Checked::Fine),
+                Err(reason) => settled(endpoints_key, security, format!("{endpoint}: {reason}"))?,
+            };
+            if !closed_after_handshake(security, &reason) {
+                unreachable.push(reason);
+                break;
+            }
+            if attempt == CLOSED_ATTEMPTS {
+                return Err(refused_client(security, &reason));
+            }
+        }
+    }
+    Ok(Checked::Unreachable(unreachable.join("; ")))
+}
+
+/// How many connections etcd may close right after their TLS handshake before the check
+/// concludes that it refuses the client certificate.
+const CLOSED_ATTEMPTS: u32 = 3;
+
+/// Whether etcd closed the connection right after a TLS handshake that went through: what etcd
+/// with `--client-cert-auth` does when the client certificate is missing or not signed by its
+/// `--trusted-ca-file`. Under TLS 1.3 its alert comes once the client's side of the handshake is
+/// done: it reaches the request as the alert (then [`settled`] names it) or, as often, only as
+/// a closed connection.
+fn closed_after_handshake(security: &Security, reason: &str) -> bool {
+    security.tls()
+        && [
+            "connection closed",
+            "operation was canceled",
+            "broken pipe",
+            "connection reset",
+        ]
+        .iter()
+        .any(|words| reason.contains(words))
+}
+
+fn refused_client(security: &Security, reason: &str) -> InvalidSetting {
+    let what = if security.identity.is_some() {
+        "does not accept this client certificate (not signed by its --trusted-ca-file?)"
+    } else {
+        "requires a client certificate (--client-cert-auth): set etcd.cert_file and \
+         etcd.key_file"
     };
+    invalid(
+        "etcd.cert_file",
+        format!("etcd closed every connection right after the TLS handshake: it {what} ({reason})"),
+    )
+}
+
+/// One endpoint connected now, and a read of `prefix` answered.
+async fn check_one(
+    endpoint: &str,
+    prefix: &str,
+    security: &Security,
+    limit: Duration,
+) -> Result<(), String> {
+    let options = etcd_api::ConnectOptions::new()
+        .with_connect_timeout(limit)
+        .with_security(security.clone());
+    let client = within(limit, etcd_api::Client::connect_now(endpoint, options))
+        .await
+        .map_err(|e| e.to_string())?;
     let mut kv = client.kv_client();
-    let read = within(
+    within(
         limit,
         kv.get(prefix, Some(GetOptions::new().with_prefix().with_limit(1))),
     )
-    .await;
-    match read {
-        Ok(_) => Ok(Checked::Fine),
-        Err(EtcdFailure::TimedOut(limit)) => Ok(Checked::Unreachable(format!(
-            "no answer from etcd within {}",
-            humantime::format_duration(limit)
-        ))),
-        Err(EtcdFailure::Refused(e)) => {
-            settled(endpoints_key, security, format!("cannot read {prefix}: {e}"))
-                .map(Checked::Unreachable)
-        }
-    }
+    .await
+    .map(drop)
+    .map_err(|e| format!("cannot read {prefix}: {e}"))
 }
 
 /// The setting a failure settles, as an error; `Ok(reason)` when it settles none.
@@ -327,12 +376,18 @@ fn settled(
     Ok(reason)
 }
 
-/// The TLS part of a failure's text (the chain of causes ends with rustls' words).
+/// The TLS part of a failure's text: rustls' words, e.g. `invalid peer certificate:
+/// UnknownIssuer` or `received fatal alert: BadCertificate`, up to the end of their cause.
 fn tls_cause(reason: &str) -> &str {
-    ["invalid peer certificate", "received fatal alert"]
+    let Some(start) = ["invalid peer certificate", "received fatal alert"]
         .iter()
-        .find_map(|start| reason.find(start).map(|at| &reason[at..]))
-        .unwrap_or(reason)
+        .find_map(|words| reason.find(words))
+    else {
+        return reason;
+    };
+    let rest = &reason[start..];
+    let end = rest.find(['"', ')', ',']).unwrap_or(rest.len());
+    &rest[..end]
 }
 
 /// [`check_with_etcd`] from synchronous code (the start, inside an actix System): on a thread

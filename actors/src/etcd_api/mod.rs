@@ -68,8 +68,8 @@ pub enum Error {
     InvalidArgs(String),
     #[error("invalid uri: {0}")]
     InvalidUri(#[from] InvalidUri),
-    /// The channel could not be set up.
-    #[error("transport error: {0}")]
+    /// The channel could not be set up, or a connection could not be made (the causes follow).
+    #[error("{}", causes("transport error", .0))]
     Transport(#[from] tonic::transport::Error),
     /// etcd answered with an error, or the connection to it failed (the causes follow: a TLS
     /// failure is in them).
@@ -89,8 +89,13 @@ pub enum Error {
 /// A status with the chain of its causes: a failed connection's status says only that it
 /// failed; what failed (refused, a certificate, a TLS alert) is in its sources.
 fn with_causes(status: &tonic::Status) -> String {
-    let mut text = status.to_string();
-    let mut cause = std::error::Error::source(status);
+    causes(&status.to_string(), status)
+}
+
+/// `text` followed by what `error`'s sources say that it does not already.
+fn causes(text: &str, error: &dyn std::error::Error) -> String {
+    let mut text = text.to_owned();
+    let mut cause = error.source();
     // Bounded: a chain is a handful of layers.
     for _ in 0..16 {
         let Some(error) = cause else {
@@ -255,7 +260,10 @@ impl Auth {
 
 /// After a request failed with `status`: whether it was refused for its token, and a new one is
 /// now in place (send the request again, once). Not with a client without a user.
-pub(crate) async fn renewed(auth: &mut Option<Auth>, status: &tonic::Status) -> Result<bool, Error> {
+pub(crate) async fn renewed(
+    auth: &mut Option<Auth>,
+    status: &tonic::Status,
+) -> Result<bool, Error> {
     let Some(auth) = auth else {
         return Ok(false);
     };
@@ -300,6 +308,22 @@ impl Client {
                 .try_send(Change::Insert(endpoint.uri().clone(), endpoint))
                 .map_err(|e| Error::InvalidArgs(format!("cannot add an endpoint: {e}")))?;
         }
+        Self::over(channel, &options).await
+    }
+
+    /// A client of the one endpoint `url`, connected now (TCP, TLS handshake, HTTP/2): a
+    /// connection that fails says why (a certificate refused, a TLS alert) instead of failing
+    /// the first request. What the start's check of the settings uses.
+    pub async fn connect_now(url: &str, options: ConnectOptions) -> Result<Self, Error> {
+        let channel = endpoint(url, &options)?.connect().await?;
+        Self::over(channel, &options).await
+    }
+
+    /// The service clients on `channel`, authenticated when the options have a user.
+    async fn over(
+        channel: tonic::transport::Channel,
+        options: &ConnectOptions,
+    ) -> Result<Self, Error> {
         let plain = Metadata {
             require_leader: options.require_leader,
             token: None,
@@ -310,7 +334,10 @@ impl Client {
                 let mut auth = Auth {
                     name: name.clone(),
                     password: password.clone(),
-                    client: PbAuthClient::new(InterceptedService::new(channel.clone(), plain.clone())),
+                    client: PbAuthClient::new(InterceptedService::new(
+                        channel.clone(),
+                        plain.clone(),
+                    )),
                     token: Arc::new(tokio::sync::watch::channel(None).0),
                 };
                 let token = auth.authenticate().await?;
