@@ -68,12 +68,29 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     Admin(AdminArgs),
+    /// Copy the controller's file state and the KV file into their (empty) etcd prefixes, as
+    /// the configuration names them; the server stopped (docs/controller.md).
+    MigrateToEtcd(MigrateArgs),
+}
+
+/// `rmq-namesrv migrate-to-etcd`.
+#[derive(Debug, clap::Args)]
+struct MigrateArgs {
+    /// The server's configuration, already switched to etcd (controller.etcd_endpoints,
+    /// kv.etcd_endpoints, [etcd]); the files copied are the ones it names.
+    #[arg(short = 'c', long = "config", value_name = "PATH")]
+    config: PathBuf,
+    /// Say what would be copied, write nothing.
+    #[arg(long)]
+    dry_run: bool,
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    if let Some(Command::Admin(args)) = cli.command {
-        return admin(args);
+    match cli.command {
+        Some(Command::Admin(args)) => return admin(args),
+        Some(Command::MigrateToEtcd(args)) => return migrate(&args),
+        None => {}
     }
     let overrides = Overrides {
         listen: cli.listen,
@@ -134,6 +151,25 @@ fn main() -> ExitCode {
                 // EX_SOFTWARE: an internal error.
                 RunError::Lost(_) => ExitCode::from(70),
             }
+        }
+    }
+}
+
+/// The migration into etcd: a single-threaded tokio runtime, no logging; exit 1 with the reason
+/// on failure.
+fn migrate(args: &MigrateArgs) -> ExitCode {
+    let done = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start a runtime: {e}"))
+        .and_then(|runtime| {
+            runtime.block_on(rmq_namesrv::migrate::run(&args.config, args.dry_run))
+        });
+    match done {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(reason) => {
+            eprintln!("rmq-namesrv migrate-to-etcd: {reason}");
+            ExitCode::FAILURE
         }
     }
 }

@@ -27,6 +27,7 @@ pub mod dispatch;
 pub mod etcd_access;
 pub mod etcd_api;
 pub mod etcd_call;
+pub mod etcd_migrate;
 pub mod file_watch;
 pub mod housekeeping;
 pub mod kv;

@@ -82,6 +82,17 @@ impl Keys {
     }
 }
 
+/// Where a store under `prefix` keeps what, for a copy into etcd (`etcd_migrate`): every key
+/// under the first, broker set `name`'s record at `record_key(prefix, name)` (its JSON).
+pub fn state_dir(prefix: &str) -> String {
+    Keys::new(prefix).dir
+}
+
+/// The key of broker set `name`'s record under `prefix`.
+pub fn record_key(prefix: &str, name: &str) -> String {
+    Keys::new(prefix).set(name)
+}
+
 /// The active controller as last reported to the controller (reported again only on a change).
 #[derive(Debug, Clone, Default, PartialEq)]
 struct LeaderView {

@@ -571,6 +571,21 @@ async fn open_session(
     })
 }
 
+/// The etcd keys and values that hold `tables` under `prefix`, as the backend writes them: each
+/// namespace's marker (empty) and each value; plus the range every key is in (`prefix/`), for
+/// a copy into etcd (`etcd_migrate`).
+pub fn etcd_layout(prefix: &str, tables: &super::KvTables) -> (String, Vec<(String, Vec<u8>)>) {
+    let keys = Keys::new(prefix);
+    let mut writes = Vec::new();
+    for (namespace, entries) in tables.namespaces() {
+        writes.push((keys.namespace(namespace), Vec::new()));
+        for (key, value) in entries {
+            writes.push((keys.value(namespace, key), value.clone().into_bytes()));
+        }
+    }
+    (keys.dir, writes)
+}
+
 /// What became of a change that failed so: refused, or perhaps applied after all.
 fn change_failed(failure: &EtcdFailure) -> String {
     match failure {

@@ -14,6 +14,8 @@
 mod etcd;
 mod file;
 
+pub use etcd::etcd_layout;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -221,6 +223,11 @@ impl KvTables {
 
     pub fn namespace(&self, namespace: &str) -> Option<&BTreeMap<String, String>> {
         self.table.get(namespace)
+    }
+
+    /// Every namespace (empty ones too) with its entries, in order.
+    pub fn namespaces(&self) -> impl Iterator<Item = (&str, &BTreeMap<String, String>)> {
+        self.table.iter().map(|(ns, kv)| (ns.as_str(), kv))
     }
 
     /// Creates the namespace if it is missing.
