@@ -65,6 +65,8 @@ struct Cli {
     print_config: bool,
 }
 
+// Parsed once at start: the size of its largest variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 enum Command {
     Admin(AdminArgs),
