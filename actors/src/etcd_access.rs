@@ -469,3 +469,111 @@ impl EtcdAccess {
         Ok(security)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dir(name: &str) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("rmq-etcd-access-{}-{name}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn settings_that_do_not_fit_together_name_their_key() {
+        let key = |access: EtcdAccess| access.validate().unwrap_err().key;
+        let cert_only = EtcdAccess {
+            ca_file: Some("ca.pem".into()),
+            cert_file: Some("c.pem".into()),
+            ..EtcdAccess::default()
+        };
+        assert_eq!(key(cert_only), "etcd.key_file");
+        let no_ca = EtcdAccess {
+            cert_file: Some("c.pem".into()),
+            key_file: Some("c.key".into()),
+            ..EtcdAccess::default()
+        };
+        assert_eq!(key(no_ca), "etcd.ca_file");
+        let no_password = EtcdAccess {
+            user: "u".into(),
+            ..EtcdAccess::default()
+        };
+        assert_eq!(key(no_password), "etcd.password");
+        let twice = EtcdAccess {
+            user: "u".into(),
+            password: Some(Secret::new("p")),
+            password_file: Some("p.txt".into()),
+            ..EtcdAccess::default()
+        };
+        assert_eq!(key(twice), "etcd.password_file");
+        let tls = EtcdAccess {
+            ca_file: Some("ca.pem".into()),
+            ..EtcdAccess::default()
+        };
+        let plain = EtcdAccess::default();
+        let endpoints = |e: &str| vec![e.to_owned()];
+        assert!(plain
+            .check_endpoints("kv.etcd_endpoints", &endpoints("https://e:2379"))
+            .is_err());
+        assert!(tls
+            .check_endpoints("kv.etcd_endpoints", &endpoints("http://e:2379"))
+            .is_err());
+        assert!(tls
+            .check_endpoints("kv.etcd_endpoints", &endpoints("e:2379"))
+            .is_ok());
+    }
+
+    #[test]
+    fn files_are_read_at_load_and_the_password_never_shows() {
+        let dir = dir("load");
+        let missing = EtcdAccess {
+            ca_file: Some(dir.join("missing-ca.pem")),
+            ..EtcdAccess::default()
+        };
+        let err = missing.load().unwrap_err();
+        assert_eq!(err.key, "etcd.ca_file");
+        assert!(err.reason.contains("missing-ca.pem"), "{err}");
+        std::fs::write(dir.join("not-pem.pem"), "hello").unwrap();
+        let garbage = EtcdAccess {
+            ca_file: Some(dir.join("not-pem.pem")),
+            ..EtcdAccess::default()
+        };
+        assert_eq!(garbage.load().unwrap_err().key, "etcd.ca_file");
+
+        std::fs::write(dir.join("password"), "from-a-file\nignored\n").unwrap();
+        let access = EtcdAccess {
+            user: "namesrv".into(),
+            password_file: Some(dir.join("password")),
+            ..EtcdAccess::default()
+        };
+        let security = access.load().unwrap();
+        let (user, password) = security.user.clone().unwrap();
+        assert_eq!(
+            (user.as_str(), password.expose()),
+            ("namesrv", "from-a-file")
+        );
+        assert!(!format!("{security:?}").contains("from-a-file"));
+        let inline = EtcdAccess {
+            user: "namesrv".into(),
+            password: Some(Secret::new("inline-secret")),
+            ..EtcdAccess::default()
+        };
+        assert!(!format!("{inline:?}").contains("inline-secret"));
+        let text = serde_json::to_string(&inline).unwrap();
+        assert!(
+            !text.contains("inline-secret") && !text.contains("password\""),
+            "{text}"
+        );
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn tls_causes_are_cut_to_rustls_words() {
+        let reason =
+            "transport error: Custom { error: \"invalid peer certificate: UnknownIssuer\" }";
+        assert_eq!(tls_cause(reason), "invalid peer certificate: UnknownIssuer");
+        assert_eq!(tls_cause("other"), "other");
+    }
+}
