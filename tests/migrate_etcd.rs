@@ -100,9 +100,13 @@ async fn value_of(server: &NameServerHandle, ns: &str, key: &str) -> Option<Stri
 }
 
 /// Runs the command on `config`, the etcd password (if any) in the environment.
-fn migrate(config: &Path, password: Option<&str>) -> Output {
+fn migrate(config: &Path, password: Option<&str>, args: &[&str]) -> Output {
     let mut command = Command::new(env!("CARGO_BIN_EXE_rmq-namesrv"));
-    command.arg("migrate-to-etcd").arg("--config").arg(config);
+    command
+        .arg("migrate-to-etcd")
+        .arg("--config")
+        .arg(config)
+        .args(args);
     match password {
         Some(password) => command.env("NAMESRV__ETCD__PASSWORD", password),
         None => command.env_remove("NAMESRV__ETCD__PASSWORD"),
@@ -142,7 +146,16 @@ async fn the_file_state_and_kv_file_move_into_etcd_once() {
     let path = dir.join("namesrv.toml");
     std::fs::write(&path, toml::to_string(&on_etcd).expect("TOML")).unwrap();
 
-    let out = migrate(&path, Some("mig-pw"));
+    // A dry run says what it would copy and writes nothing.
+    let out = migrate(&path, Some("mig-pw"), &["--dry-run"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("controller: would copy 1 broker set(s)"),
+        "{stdout}"
+    );
+
+    let out = migrate(&path, Some("mig-pw"), &[]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stdout}\n{stderr}");
@@ -156,7 +169,7 @@ async fn the_file_state_and_kv_file_move_into_etcd_once() {
     );
 
     // Once only: the prefixes now hold keys.
-    let out = migrate(&path, Some("mig-pw"));
+    let out = migrate(&path, Some("mig-pw"), &[]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(
@@ -191,7 +204,7 @@ fn a_configuration_without_etcd_has_nothing_to_migrate() {
     let path = dir.join("namesrv.toml");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(&path, "[server]\nlisten = \"127.0.0.1:0\"\n").unwrap();
-    let out = migrate(&path, None);
+    let out = migrate(&path, None, &[]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("nothing to migrate"), "{stderr}");
