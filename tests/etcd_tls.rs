@@ -24,6 +24,9 @@ use support::*;
 
 const CLUSTER: &str = "tls-cluster";
 
+/// The etcd user's password in these tests.
+const PASSWORD: &str = "s3cret-pw";
+
 /// The longest wait for a NameServer's KV store to (re)connect to etcd.
 const CONNECTED: Duration = Duration::from_secs(20);
 
@@ -64,7 +67,7 @@ fn auth_etcd() -> Etcd {
         auth_token_ttl: Some(1),
         ..Options::default()
     });
-    etcd.enable_auth("namesrv", "s3cret-pw");
+    etcd.enable_auth("namesrv", PASSWORD);
     etcd
 }
 
@@ -165,6 +168,20 @@ async fn failover(first: Config, second: Config) {
         "the second controller never took over"
     );
     let mut ctl = controller(&second).await;
+    // No configuration answer shows a password.
+    let r = ctl
+        .request(RemotingCommand::request(RequestCode::GET_CONTROLLER_CONFIG))
+        .await
+        .unwrap();
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(!body_text(&r).contains(PASSWORD), "{}", body_text(&r));
+    let r = connect(&second)
+        .await
+        .request(RemotingCommand::request(RequestCode::GET_NAMESRV_CONFIG))
+        .await
+        .unwrap();
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(!body_text(&r).contains(PASSWORD), "{}", body_text(&r));
     let r = ctl
         .request(
             RemotingCommand::request(RequestCode::CONTROLLER_GET_REPLICA_INFO)
@@ -208,10 +225,10 @@ async fn controllers_fail_over_on_an_etcd_with_a_user_and_expiring_tokens() {
     let peers = format!("n0-127.0.0.1:{};n1-127.0.0.1:{}", free_port(), free_port());
     let mut first = controller_on(&dir, &etcd.endpoint(), &peers, "n0");
     first.etcd.user = "namesrv".into();
-    first.etcd.password = Some(rmq_namesrv::transport::Secret::new("s3cret-pw"));
+    first.etcd.password = Some(rmq_namesrv::transport::Secret::new(PASSWORD));
     // The other reads its password from a file, as from a mounted secret.
     let password_file = dir.join("etcd-password");
-    std::fs::write(&password_file, "s3cret-pw\n").unwrap();
+    std::fs::write(&password_file, format!("{PASSWORD}\n")).unwrap();
     let mut second = controller_on(&dir, &etcd.endpoint(), &peers, "n1");
     second.etcd.user = "namesrv".into();
     second.etcd.password_file = Some(password_file);
@@ -269,7 +286,7 @@ async fn the_kv_store_shares_its_config_over_tls_and_with_a_user() {
     let etcd = auth_etcd();
     let mut config = kv_on(&etcd.endpoint(), "/auth-kv");
     config.etcd.user = "namesrv".into();
-    config.etcd.password = Some(rmq_namesrv::transport::Secret::new("s3cret-pw"));
+    config.etcd.password = Some(rmq_namesrv::transport::Secret::new(PASSWORD));
     let server = start_server(config);
     put_when_connected(&server, "ns", "k", "v1").await;
     tokio::time::sleep(Duration::from_millis(2500)).await;
@@ -372,9 +389,9 @@ fn the_daemon_exits_1_naming_the_key_and_never_shows_the_password() {
     assert!(stderr.contains("etcd.password"), "{stderr}");
     assert!(!stderr.contains("not-the-password"), "{stderr}");
     // --print-config shows the user, never the password.
-    let out = run("s3cret-pw", &["--print-config"]);
+    let out = run(PASSWORD, &["--print-config"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}");
     assert!(stdout.contains("user = \"namesrv\""), "{stdout}");
-    assert!(!stdout.contains("s3cret-pw"), "{stdout}");
+    assert!(!stdout.contains(PASSWORD), "{stdout}");
 }
