@@ -10,8 +10,8 @@
 //! certificate etcd refuses, a wrong password, a user without access to the prefix. An etcd that
 //! is merely down is not an error there: the stores start without it and catch up.
 //!
-//! The password never leaves this module but towards etcd: not serialized (`--print-config`),
-//! `***` in `Debug`, never in a log line or an error.
+//! The password is never shown: not serialized (`--print-config`), `***` in `Debug` (here and in
+//! the client's [`Security`]), never in a log line or an error.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -391,7 +391,8 @@ fn tls_cause(reason: &str) -> &str {
 }
 
 /// [`check_with_etcd`] from synchronous code (the start, inside an actix System): on a thread
-/// of its own with a runtime of its own, waited for at most `limit` twice over (connect, read).
+/// of its own with a runtime of its own, waited for (at most `limit` for each connect and read
+/// of each endpoint).
 pub fn check_with_etcd_blocking(
     endpoints_key: &'static str,
     endpoints: &[String],
