@@ -81,7 +81,7 @@ pub enum Error {
     /// The request side of a lease's keep-alive stream is closed, or the lease is gone.
     #[error("lease keep alive error: {0}")]
     KeepAlive(String),
-    /// etcd refused our user and password (or could not be asked).
+    /// etcd refused our user and password.
     #[error("authentication failed: {}", with_causes(.0))]
     Auth(tonic::Status),
 }
@@ -250,7 +250,20 @@ impl Auth {
         let answer = match self.client.authenticate(request).await {
             Ok(answer) => answer.into_inner(),
             Err(status) if status.message() == AUTH_NOT_ENABLED => return Ok(None),
-            Err(status) => return Err(Error::Auth(status)),
+            // etcd answered, and refused (a wrong password is InvalidArgument).
+            Err(status)
+                if matches!(
+                    status.code(),
+                    tonic::Code::InvalidArgument
+                        | tonic::Code::FailedPrecondition
+                        | tonic::Code::PermissionDenied
+                        | tonic::Code::Unauthenticated
+                ) =>
+            {
+                return Err(Error::Auth(status))
+            }
+            // etcd could not be asked (down, a TLS failure): not a verdict on the password.
+            Err(status) => return Err(Error::Status(status)),
         };
         let token = AsciiMetadataValue::try_from(answer.token)
             .map_err(|_| Error::InvalidArgs("etcd answered a token that is not ASCII".into()))?;
