@@ -12,6 +12,7 @@ pub use http::HttpConfig;
 
 pub use crate::controller_config::ControllerConfig;
 pub use rmq_actors::access::settings::{AccessSettings, ClassSetting, PolicyKind, Profile};
+pub use rmq_actors::etcd_access::EtcdAccess;
 pub use rmq_actors::settings::{
     expand_home, InvalidSetting, KvSettings, RegistrySettings, ResponseSerialize, ServerSettings,
 };
@@ -60,6 +61,9 @@ pub struct Config {
     pub access: AccessSettings,
     /// The embedded 5.x controller (docs/controller.md).
     pub controller: ControllerConfig,
+    /// How the server reaches etcd (TLS, user), for the controller's store and the KV store's
+    /// etcd backend alike.
+    pub etcd: EtcdAccess,
     /// Properties of a Java `namesrv.properties` we have no equivalent for; GET_NAMESRV_CONFIG
     /// shows them, as Java does.
     #[serde(skip)]
@@ -304,6 +308,11 @@ impl Config {
         self.log.validate()?;
         self.access.validate()?;
         self.controller.validate()?;
+        self.etcd.validate()?;
+        self.etcd
+            .check_endpoints("kv.etcd_endpoints", &self.kv.etcd_endpoint_list())?;
+        self.etcd
+            .check_endpoints("controller.etcd_endpoints", &self.controller.etcd_list())?;
         self.validate_transport_needs()?;
         let ct = &self.cluster_test;
         if ct.enabled && ct.product_env_addrs().is_empty() {

@@ -82,12 +82,20 @@ pub fn prepare(config: &Config) -> Result<Option<Prepared>, ControllerStartError
         Err(why) => warn!(error = %why,
             "controller config store not read: starting with the configured settings"),
     }
-    let etcd = EtcdSettings {
+    let mut etcd = EtcdSettings {
         endpoints: section.etcd_list(),
         prefix: section.etcd_prefix.clone(),
         lease_ttl: section.etcd_lease_ttl,
         ..EtcdSettings::default()
     };
+    if etcd.enabled() {
+        // The [etcd] section's files read, and TLS and user checked with etcd now: a wrong CA
+        // or password stops the start, naming its key.
+        etcd.security = config
+            .etcd
+            .load_checked("controller.etcd_endpoints", &etcd.endpoints, &etcd.prefix)
+            .map_err(|e| ControllerStartError::Config(e.to_string()))?;
+    }
     etcd.validate().map_err(ControllerStartError::Config)?;
     let bound = std::net::TcpListener::bind(addr)
         .and_then(|l| l.set_nonblocking(true).map(|()| l))

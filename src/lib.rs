@@ -55,6 +55,7 @@ pub mod health;
 mod http;
 pub mod java_keys;
 pub mod java_props;
+pub mod migrate;
 pub mod product_env;
 pub mod runtime_config;
 pub mod server;

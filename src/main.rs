@@ -74,6 +74,8 @@ struct Common {
     print_config: bool,
 }
 
+// Parsed once at start: the size of its largest variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 enum Command {
     Admin(AdminArgs),
@@ -81,6 +83,21 @@ enum Command {
     /// controller.properties`): its port is this node's address in controllerDLegerPeers
     /// (controller.peers).
     Controller(ControllerArgs),
+    /// Copy the controller's file state and the KV file into their (empty) etcd prefixes, as
+    /// the configuration names them; the server stopped (docs/controller.md).
+    MigrateToEtcd(MigrateArgs),
+}
+
+/// `rmq-namesrv migrate-to-etcd`.
+#[derive(Debug, clap::Args)]
+struct MigrateArgs {
+    /// The server's configuration, already switched to etcd (controller.etcd_endpoints,
+    /// kv.etcd_endpoints, [etcd]); the files copied are the ones it names.
+    #[arg(short = 'c', long = "config", value_name = "PATH")]
+    config: PathBuf,
+    /// Say what would be copied, write nothing.
+    #[arg(long)]
+    dry_run: bool,
 }
 
 #[derive(Debug, Args)]
@@ -107,6 +124,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse_from(rmq_namesrv::tools::admin::mqadmin_args(std::env::args_os()));
     let (common, overrides, mode) = match cli.command {
         Some(Command::Admin(args)) => return admin(args),
+        Some(Command::MigrateToEtcd(args)) => return migrate(&args),
         Some(Command::Controller(args)) => {
             let overrides = Overrides {
                 controller_enabled: Some(true),
@@ -193,6 +211,25 @@ fn print_config(config: &Config) -> ExitCode {
         }
         Err(err) => {
             eprintln!("rmq-namesrv: cannot print configuration: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The migration into etcd: a single-threaded tokio runtime, no logging; exit 1 with the reason
+/// on failure.
+fn migrate(args: &MigrateArgs) -> ExitCode {
+    let done = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start a runtime: {e}"))
+        .and_then(|runtime| {
+            runtime.block_on(rmq_namesrv::migrate::run(&args.config, args.dry_run))
+        });
+    match done {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(reason) => {
+            eprintln!("rmq-namesrv migrate-to-etcd: {reason}");
             ExitCode::FAILURE
         }
     }

@@ -44,6 +44,9 @@ pub enum StartError {
     },
     #[error(transparent)]
     Controller(#[from] ControllerStartError),
+    /// The `[etcd]` section cannot be used by the KV store's etcd backend.
+    #[error("KV store: {0}")]
+    KvEtcd(rmq_actors::settings::InvalidSetting),
     #[error("no actix System is running; start the NameServer from inside one")]
     NoSystem,
     #[error("cannot listen on {addr} (http.listen): {source}")]
@@ -85,6 +88,19 @@ pub(super) fn check(config: Config, listener: std::net::TcpListener) -> Result<R
     // A corrupt KV file stops start-up before anything listens. (With the etcd backend nothing
     // is read here: the store starts without etcd and catches up.)
     let kv_source = KvSource::load(&config.kv)?;
+    // Its TLS and user are read, and checked with etcd when set.
+    let kv_source = match &kv_source {
+        KvSource::Etcd {
+            endpoints, prefix, ..
+        } => {
+            let security = config
+                .etcd
+                .load_checked("kv.etcd_endpoints", endpoints, prefix)
+                .map_err(StartError::KvEtcd)?;
+            kv_source.with_etcd_security(security)
+        }
+        KvSource::File { .. } => kv_source,
+    };
     listener
         .set_nonblocking(true)
         .map_err(StartError::Listener)?;

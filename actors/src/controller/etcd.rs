@@ -82,6 +82,17 @@ impl Keys {
     }
 }
 
+/// Where a store under `prefix` keeps what, for a copy into etcd (`etcd_migrate`): every key
+/// under the first, broker set `name`'s record at `record_key(prefix, name)` (its JSON).
+pub fn state_dir(prefix: &str) -> String {
+    Keys::new(prefix).dir
+}
+
+/// The key of broker set `name`'s record under `prefix`.
+pub fn record_key(prefix: &str, name: &str) -> String {
+    Keys::new(prefix).set(name)
+}
+
 /// The active controller as last reported to the controller (reported again only on a change).
 #[derive(Debug, Clone, Default, PartialEq)]
 struct LeaderView {
@@ -560,7 +571,7 @@ async fn open_session(
     stale_lease: Option<i64>,
 ) -> Result<Opened, String> {
     let limit = settings.timeout;
-    let client = connect(&settings.endpoints, limit).await?;
+    let client = connect(&settings.endpoints, &settings.security, limit).await?;
     let mut leases = client.lease_client();
     if let Some(stale) = stale_lease {
         if let Err(e) = within(limit, leases.revoke(stale)).await {
