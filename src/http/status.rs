@@ -1,7 +1,7 @@
 //! The status page `GET /` and its data `GET /api/status`: clusters, broker groups with each
 //! address, role, RocketMQ version, data version, heartbeat age and expiry countdown; topics
 //! with their queues and permissions (searchable with `?topic=`); KV namespaces; connections;
-//! key counters. The HTML is rendered here, with no script, build step or external asset, and
+//! key counters; and when the controller runs, its section (`controller.rs`). The HTML is rendered here, with no script, build step or external asset, and
 //! reloads itself every `http.page_refresh`.
 
 use std::collections::BTreeMap;

@@ -8,7 +8,9 @@ use std::fmt::Write;
 use rmq_actors::controller::observe::{ControllerSnapshot, MemberView, SetView};
 use serde_json::{json, Value};
 
-use super::{clip, esc, items, secs, VALUE_SHOWN};
+use rmq_actors::controller::figures::{Handled, REQUEST_TYPES};
+
+use super::{clip, count, esc, items, secs, VALUE_SHOWN};
 
 /// Broker sets shown at most (the count says how many there are).
 const SETS_SHOWN: usize = 500;
@@ -30,7 +32,26 @@ pub(super) fn json(snapshot: Option<&ControllerSnapshot>) -> Value {
         "lease_remaining_seconds": c.lease_remaining.map(secs),
         "broker_sets_total": c.sets.len(),
         "broker_sets": c.sets.iter().take(SETS_SHOWN).map(set_json).collect::<Vec<_>>(),
+        "requests": requests_json(c),
     })
+}
+
+/// The requests handled by type (those counted), each by handling status.
+fn requests_json(c: &ControllerSnapshot) -> Value {
+    let mut out = serde_json::Map::new();
+    for (_, kind) in REQUEST_TYPES {
+        let by_status: serde_json::Map<String, Value> = Handled::ALL
+            .iter()
+            .map(|how| {
+                let n = c.figures.requests.get(&(kind, *how)).copied().unwrap_or(0);
+                (how.name().to_owned(), json!(n))
+            })
+            .collect();
+        if by_status.values().any(|n| n.as_u64() != Some(0)) {
+            out.insert(kind.to_owned(), Value::Object(by_status));
+        }
+    }
+    Value::Object(out)
 }
 
 fn set_json(set: &SetView) -> Value {
@@ -84,7 +105,7 @@ pub(super) fn render(h: &mut String, c: &Value) {
         "<section id=\"controller\"><h2>Controller</h2><p>group {group}; this node \
          {id} ({address}): <b id=\"controller-role\" class=\"{class}\">{role}</b>; \
          leader: {leader}{lease}</p>\
-         <p id=\"broker-sets-count\" class=\"muted\">{total} broker sets, {shown} shown</p>\
+         <p id=\"broker-sets-count\" class=\"muted\">{total}, {shown} shown</p>\
          <table id=\"broker-sets\"><tr><th>cluster</th><th>broker set</th><th>master id</th>\
          <th>master address</th><th>master epoch</th><th>SyncStateSet</th>\
          <th>SyncStateSet epoch</th><th>members</th></tr>",
@@ -96,7 +117,7 @@ pub(super) fn render(h: &mut String, c: &Value) {
             _ => "bad",
         },
         role = esc(&c["role"]),
-        total = esc(&c["broker_sets_total"]),
+        total = count(&c["broker_sets_total"], "broker set"),
         shown = items(&c["broker_sets"]).len(),
     );
     for set in items(&c["broker_sets"]) {
@@ -111,6 +132,20 @@ pub(super) fn render(h: &mut String, c: &Value) {
         for m in items(&set["members"]) {
             render_member(h, set, m);
         }
+    }
+    h.push_str(
+        "</table><table id=\"controller-requests\"><tr><th>controller request</th>\
+         <th>success</th><th>failed</th><th>timeout</th></tr>",
+    );
+    for (kind, n) in c["requests"].as_object().into_iter().flatten() {
+        let _ = write!(
+            h,
+            "<tr class=\"controller-request\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&json!(kind)),
+            esc(&n["success"]),
+            esc(&n["failed"]),
+            esc(&n["timeout"]),
+        );
     }
     h.push_str("</table></section>");
 }
@@ -171,4 +206,43 @@ fn render_member(h: &mut String, set: &Value, m: &Value) {
             "no"
         },
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_section_escapes_what_brokers_sent_and_closes_what_it_opens() {
+        let hostile = "<script>alert(1)</script>";
+        let data = json!({
+            "group": hostile, "self": { "id": hostile, "address": hostile },
+            "role": "follower", "leader": null, "lease_remaining_seconds": 1.5,
+            "broker_sets_total": 1,
+            "broker_sets": [{ "cluster": hostile, "broker_set": hostile, "master": null,
+                "master_epoch": 1, "sync_state_set": [], "sync_state_set_epoch": 1,
+                "members": [{ "id": 1, "address": hostile, "master": false, "alive": false,
+                    "in_sync_state_set": false, "heartbeat_age_seconds": null }] }],
+            "requests": { "CONTROLLER_ELECT_MASTER": { "success": 1, "failed": 0, "timeout": 0 } },
+        });
+        let mut page = String::new();
+        render(&mut page, &data);
+        assert!(!page.contains("<script"), "{page}");
+        assert!(page.contains("&lt;script&gt;"), "{page}");
+        assert!(page.contains("1 broker set, 1 shown"), "{page}");
+        assert!(page.contains("etcd lease: 1.5 s left"), "{page}");
+        assert!(page.contains("<span class=\"bad\">none</span>"), "{page}");
+        for tag in ["section", "table", "tr", "td", "p"] {
+            let opened = page.matches(&format!("<{tag}>")).count()
+                + page.matches(&format!("<{tag} ")).count();
+            assert_eq!(
+                opened,
+                page.matches(&format!("</{tag}>")).count(),
+                "<{tag}>: {page}"
+            );
+        }
+        let mut none = String::new();
+        render(&mut none, &Value::Null);
+        assert!(none.is_empty());
+    }
 }
