@@ -10,6 +10,8 @@ use std::time::Duration;
 
 use rmq_protocol::{RequestCode, ResponseCode};
 
+use super::broker_set::BrokerSet;
+use super::replicas::Decision;
 use super::store::LeaderInfo;
 
 /// Java's `ControllerMetricsConstant.RequestType`, by request code: the `request_type` label
@@ -231,6 +233,26 @@ fn other_set() -> SetKey {
 pub struct ElectionWatch {
     pub set: SetKey,
     pub unclean: bool,
+}
+
+impl ElectionWatch {
+    /// The election of `decision` in set `name` (held as `set`; `cluster` names it while it is
+    /// not): unclean when it makes master a broker outside the SyncStateSet the set had.
+    pub fn of(set: Option<&BrokerSet>, name: &str, cluster: &str, decision: &Decision) -> Self {
+        let new_master = decision
+            .elected
+            .as_ref()
+            .and_then(|e| e.header.master_broker_id);
+        ElectionWatch {
+            set: (
+                set.map_or_else(|| cluster.to_owned(), |s| s.cluster.clone()),
+                name.to_owned(),
+            ),
+            unclean: set.zip(new_master).is_some_and(|(set, master)| {
+                !set.sync_state_set.is_empty() && !set.sync_state_set.contains(&master)
+            }),
+        }
+    }
 }
 
 /// Everything the controller counts (module docs). Cloned for a scrape.

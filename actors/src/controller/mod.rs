@@ -182,25 +182,6 @@ impl Controller {
         }
     }
 
-    /// What an election about to be carried out is counted under (`figures::ElectionWatch`):
-    /// its set, and whether it makes master a broker outside the SyncStateSet the set had.
-    fn watch_election(&self, name: &str, cluster: &str, decision: &Decision) -> ElectionWatch {
-        let set = self.tables.get(name);
-        let new_master = decision
-            .elected
-            .as_ref()
-            .and_then(|e| e.header.master_broker_id);
-        ElectionWatch {
-            set: (
-                set.map_or_else(|| cluster.to_owned(), |s| s.cluster.clone()),
-                name.to_owned(),
-            ),
-            unclean: set.zip(new_master).is_some_and(|(set, master)| {
-                !set.sync_state_set.is_empty() && !set.sync_state_set.contains(&master)
-            }),
-        }
-    }
-
     /// Whether leader-only requests are served: leader, and the view caught up.
     fn serving(&self) -> bool {
         self.leadership.is_self && self.applied >= self.leadership.caught_up && !self.stopping
@@ -488,7 +469,7 @@ impl Controller {
             self.settings.elect_unclean,
             &self.heartbeats.at(live_now),
         );
-        let watch = self.watch_election(&name, "", &decision);
+        let watch = ElectionWatch::of(self.tables.get(&name), &name, "", &decision);
         let fut = self
             .carry_out(decision)
             .map(move |(response, _), act, ctx| {
@@ -582,7 +563,9 @@ impl Handler<ControllerRequest> for Controller {
             }
             Ok(decision) => decision,
         };
-        let watch = elects.map(|(name, cluster)| self.watch_election(&name, &cluster, &decision));
+        let watch = elects.map(|(name, cluster)| {
+            ElectionWatch::of(self.tables.get(&name), &name, &cluster, &decision)
+        });
         let answer = self.carry_out(decision).map(move |(answer, how), act, _| {
             if let Some(kind) = request_type {
                 act.figures.request(kind, how, started.elapsed());

@@ -151,10 +151,7 @@ pub(super) fn render(h: &mut String, c: &Value) {
 }
 
 fn render_set(h: &mut String, set: &Value) {
-    let sync: Vec<String> = items(&set["sync_state_set"])
-        .iter()
-        .map(|id| esc(id))
-        .collect();
+    let sync: Vec<String> = items(&set["sync_state_set"]).iter().map(esc).collect();
     let master = &set["master"];
     let _ = write!(
         h,
