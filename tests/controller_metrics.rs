@@ -2,7 +2,7 @@
 //! "The controller"): each figure moves with its event — requests by type and handling status
 //! with their latency, an election after a master's connection closes (clean and unclean), a
 //! SyncStateSet shrinking, heartbeats expiring, the leader changing between two controllers on
-//! one etcd (role gauge, leader changes, lease) — and `/api/status` shows the broker sets with
+//! one etcd (role gauge, leader changes, the lease and its loss) — and `/api/status` shows the broker sets with
 //! their master, epochs, SyncStateSet and members. The scrape passes `promtool check metrics`.
 
 mod support;
@@ -377,6 +377,16 @@ async fn a_leader_change_on_etcd_flips_the_role_and_is_counted() {
         .cloned()
         .unwrap_or_default();
     assert!(sets.iter().any(|x| x["broker_set"] == "etcd-set"), "{s}");
+
+    // etcd frozen: the lease runs out, the leader steps down and shows its lease lost.
+    etcd.pause();
+    let lease = "rmq_namesrv_controller_lease_remaining_seconds";
+    let (lost, m) = scrape_until(&second, |m| {
+        m.contains(&format!("{lease}{{{n1}}} 0")) && sample(m, role, &n1) == 1.0
+    })
+    .await;
+    etcd.resume();
+    assert!(lost, "{m}");
     second.stop().await;
 }
 
