@@ -305,6 +305,7 @@ fn controller_call(cmd: &RemotingCommand, to: &Asking<'_>) -> Outcome {
         Err(answer) => {
             controller.do_send(ControllerRequestUnread {
                 code: cmd.request_code(),
+                answer: answer.response_code(),
             });
             Outcome::Now(answer)
         }

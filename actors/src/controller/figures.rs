@@ -88,6 +88,17 @@ pub enum Handled {
 impl Handled {
     pub const ALL: [Handled; 3] = [Handled::Success, Handled::Failed, Handled::Timeout];
 
+    /// A request refused before the controller saw it, answered `answer`: CONTROLLER_INVALID_REQUEST
+    /// is Java's own answer (a heartbeat without a broker id), so `success`; anything else
+    /// (SYSTEM_ERROR: a body that is not JSON, which Java's decoder throws on) `failed`.
+    pub fn of_refused(answer: ResponseCode) -> Self {
+        if answer == ResponseCode::CONTROLLER_INVALID_REQUEST {
+            Handled::Success
+        } else {
+            Handled::Failed
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Handled::Success => "success",

@@ -110,12 +110,13 @@ pub struct ControllerRequest {
     pub conn: ConnId,
 }
 
-/// A controller request whose frame could not be read (answered at once by the connection):
-/// counted as Java counts a header it cannot build, `failed`.
+/// A controller request answered at once by the connection, its frame refused (`answer`: the
+/// answer's code), counted as Java counts it (`figures::Handled::of_refused`).
 #[derive(Debug, Clone, Copy, Message)]
 #[rtype(result = "()")]
 pub struct ControllerRequestUnread {
     pub code: rmq_protocol::RequestCode,
+    pub answer: ResponseCode,
 }
 
 /// The state of leadership as this node sees it.
@@ -584,7 +585,8 @@ impl Handler<ControllerRequestUnread> for Controller {
 
     fn handle(&mut self, msg: ControllerRequestUnread, _: &mut Context<Self>) {
         if let Some(kind) = figures::request_type(msg.code) {
-            self.figures.request(kind, Handled::Failed, Duration::ZERO);
+            let how = Handled::of_refused(msg.answer);
+            self.figures.request(kind, how, Duration::ZERO);
         }
     }
 }
