@@ -389,6 +389,13 @@ mod tests {
             f.leader_seen(seen);
         }
         assert_eq!(f.leader_changes, 2);
+        // Refused before the controller: Java's own refusal is an answer, a bad frame is not.
+        let invalid = Handled::of_refused(ResponseCode::CONTROLLER_INVALID_REQUEST);
+        assert_eq!(invalid, Handled::Success);
+        assert_eq!(
+            Handled::of_refused(ResponseCode::SYSTEM_ERROR),
+            Handled::Failed
+        );
         assert_eq!(
             request_type(RequestCode::BROKER_HEARTBEAT),
             Some("CONTROLLER_BROKER_HEARTBEAT")
