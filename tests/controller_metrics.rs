@@ -3,7 +3,8 @@
 //! with their latency, an election after a master's connection closes (clean and unclean), a
 //! SyncStateSet shrinking, heartbeats expiring, the leader changing between two controllers on
 //! one etcd (role gauge, leader changes, the lease and its loss) — and `/api/status` shows the broker sets with
-//! their master, epochs, SyncStateSet and members. The scrape passes `promtool check metrics`.
+//! their master, epochs, SyncStateSet and members; a standalone controller shows the same
+//! without the NameServer's tables. The scrape passes `promtool check metrics`.
 
 mod support;
 
@@ -397,4 +398,50 @@ async fn without_a_controller_there_is_no_controller_family_or_section() {
     assert!(!m.contains("rmq_namesrv_controller_"), "{m}");
     assert_eq!(status(&server).await["controller"], Value::Null);
     server.stop().await;
+}
+
+#[actix::test]
+async fn a_standalone_controller_shows_its_metrics_and_section_without_namesrv_tables() {
+    use rmq_namesrv::StandaloneController;
+    let dir = test_dir("ctl-metrics-standalone");
+    let controller = StandaloneController::new(with_http(controller_config(&dir)))
+        .start()
+        .expect("starts");
+    let http = controller.http_addr().expect("the HTTP port is on");
+    let addr = controller.local_addr();
+    let mut ctl = rmq_namesrv::tools::client::Client::connect(&addr.to_string(), TIMEOUT)
+        .await
+        .expect("connect");
+    join(
+        &mut ctl,
+        CLUSTER,
+        "standalone-set",
+        1,
+        "127.0.0.1:10911",
+        10_000,
+    )
+    .await;
+    let n = format!("address=\"{addr}\",group=\"group-test\",peer_id=\"n0\"");
+    let answer = support::http::get(http, "/metrics", "").await;
+    let m = answer.body;
+    assert_eq!(sample(&m, "rmq_namesrv_controller_role", &n), 3.0, "{m}");
+    let next_ids = format!(
+        "{n},request_type=\"CONTROLLER_GET_NEXT_BROKER_ID\",request_handle_status=\"success\""
+    );
+    assert_eq!(
+        sample(&m, "rmq_namesrv_controller_request_total", &next_ids),
+        1.0
+    );
+    promtool_accepts(&m);
+    let answer = support::http::get(http, "/api/status", "").await;
+    let s: Value = serde_json::from_str(&answer.body).expect("JSON");
+    assert_eq!(s["controller"]["role"], "leader", "{s}");
+    assert_eq!(
+        s["controller"]["broker_sets"][0]["broker_set"],
+        "standalone-set"
+    );
+    assert_eq!(s["clusters"], Value::Null, "{s}");
+    let page = support::http::get(http, "/", "").await.body;
+    assert!(page.contains("id=\"broker-sets\""), "{page}");
+    controller.stop().await;
 }
