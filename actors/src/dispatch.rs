@@ -21,7 +21,7 @@ use rmq_protocol::{RemotingCommand, RequestCode};
 
 use crate::access::AccessClass;
 use crate::codes::{Answer, Asking, Audit, Class, Outcome, Reader, Row};
-use crate::controller::{requests, ControllerRequest};
+use crate::controller::{requests, ControllerRequest, ControllerRequestUnread};
 use crate::kv::KvStore;
 use crate::messages::*;
 use crate::registry::RouteRegistry;
@@ -302,7 +302,13 @@ fn controller_call(cmd: &RemotingCommand, to: &Asking<'_>) -> Outcome {
             call,
             conn: to.conn,
         })),
-        Err(answer) => Outcome::Now(answer),
+        Err(answer) => {
+            controller.do_send(ControllerRequestUnread {
+                code: cmd.request_code(),
+                answer: answer.response_code(),
+            });
+            Outcome::Now(answer)
+        }
     }
 }
 

@@ -19,6 +19,7 @@ use actix_web::middleware::from_fn;
 use actix_web::{web, App, HttpResponse};
 use rmq_actors::access::guard::AccessGuard;
 use rmq_actors::access::AccessControl;
+use rmq_actors::controller::Controller;
 use rmq_actors::housekeeping::Housekeeping;
 use rmq_actors::kv::KvStore;
 use rmq_actors::limits::Limits;
@@ -57,6 +58,9 @@ pub(crate) struct Observed {
     pub access_guard: Option<Addr<AccessGuard>>,
     /// The address list that follows DNS (`http.nsaddr_dns`), when set.
     pub addresses: Option<Addr<AddressBook>>,
+    /// The controller, when it runs: its metrics and the status page's controller section
+    /// (it needs nothing of the NameServer's route tables).
+    pub controller: Option<Addr<Controller>>,
 }
 
 /// The owners of the NameServer's tables the HTTP port reads.

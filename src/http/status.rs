@@ -1,7 +1,7 @@
 //! The status page `GET /` and its data `GET /api/status`: clusters, broker groups with each
 //! address, role, RocketMQ version, data version, heartbeat age and expiry countdown; topics
 //! with their queues and permissions (searchable with `?topic=`); KV namespaces; connections;
-//! key counters. The HTML is rendered here, with no script, build step or external asset, and
+//! key counters; and when the controller runs, its section (`controller.rs`). The HTML is rendered here, with no script, build step or external asset, and
 //! reloads itself every `http.page_refresh`.
 
 use std::collections::BTreeMap;
@@ -19,6 +19,8 @@ use serde_json::{json, Value};
 
 use super::metrics::{collect, requests_by_name, Scrape};
 use super::{NamesrvObserved, Observed};
+
+mod controller;
 
 /// Topics shown at most (the search narrows them).
 const TOPICS_SHOWN: usize = 500;
@@ -40,6 +42,7 @@ async fn status(observed: &Observed, filter: &str) -> Value {
     let scrape = collect(observed, true).await;
     let mut page = json!({
         "server": server_json(observed, &scrape),
+        "controller": controller::json(scrape.controller.as_ref()),
         "refresh_seconds": observed.http.page_refresh.as_secs().max(1),
     });
     match &observed.namesrv {
@@ -316,6 +319,7 @@ fn render(d: &Value) -> String {
     let mut h = String::with_capacity(16 * 1024);
     render_head(&mut h, d);
     render_counters(&mut h, d);
+    controller::render(&mut h, &d["controller"]);
     // A standalone controller's page has no NameServer tables.
     if !d["clusters"].is_null() {
         render_clusters(&mut h, d);

@@ -87,6 +87,7 @@ pub(super) fn launch(ready: Ready) -> NameServerHandle {
             access: Arc::clone(&front.access),
             access_guard: front.access_guard.clone(),
             addresses: AddressBook::of(&config.http).map(Actor::start),
+            controller: controller.as_ref().map(|port| port.controller.clone()),
         };
         crate::http::start(bound, addr, front.http_door(&config), observed)
     });

@@ -162,6 +162,7 @@ fn launch(
             access: std::sync::Arc::clone(&front.access),
             access_guard: front.access_guard.clone(),
             addresses: None,
+            controller: Some(port.controller.clone()),
         };
         crate::http::start(bound, addr, front.http_door(config), observed)
     });

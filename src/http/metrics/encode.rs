@@ -10,6 +10,7 @@ use prometheus_client::metrics::MetricType;
 use rmq_actors::access::{AccessClass, Refusal};
 use rmq_actors::metrics::{Every, Family, Kind, Sample, Value};
 
+use super::controller;
 use super::figures::Scrape;
 use super::owners::{BUILD_INFO, NAMESRV_ONLY, OWNED};
 
@@ -34,6 +35,12 @@ impl Collector for Collected {
             }
             write(&mut encoder, &owned.family, (owned.samples)(scrape))?;
         }
+        // The controller's families only when it runs (a NameServer without one shows none).
+        if let Some(controller) = &scrape.controller {
+            for owned in &controller::FAMILIES {
+                write(&mut encoder, &owned.family, (owned.samples)(controller))?;
+            }
+        }
         Ok(())
     }
 }
@@ -55,6 +62,7 @@ fn write(encoder: &mut DescriptorEncoder, family: &Family, samples: Vec<Sample>)
                 metric.encode_counter::<NoLabelSet, _, u64>(&n, None)?;
             }
             Value::Number(n) => metric.encode_gauge(&i64::try_from(n).unwrap_or(i64::MAX))?,
+            Value::Real(x) => metric.encode_gauge(&x)?,
             Value::Histogram {
                 buckets,
                 sum,

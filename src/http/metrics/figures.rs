@@ -1,5 +1,6 @@
 //! What one scrape shows, asked of every actor.
 
+use rmq_actors::controller::observe::{ControllerSnapshot, DescribeController};
 use rmq_actors::limits::{Limit, LimitCounts};
 use rmq_actors::messages::{
     GetKvStats, GetRegistryMetrics, GoAwayCount, KvStats, OpenConnections, RegistryMetrics,
@@ -22,6 +23,8 @@ pub(crate) struct Scrape {
     /// Whether the NameServer's owners were asked (not in a standalone controller, whose
     /// scrape has no registry, KV or NameServer-port families).
     pub namesrv: bool,
+    /// The controller's figures, when it runs.
+    pub controller: Option<ControllerSnapshot>,
 }
 
 /// Collects a scrape from every actor; an actor that does not answer contributes nothing.
@@ -55,5 +58,8 @@ pub(crate) async fn collect(observed: &Observed, with_kv_table: bool) -> Scrape 
         scrape.go_away = namesrv.housekeeping.send(GoAwayCount).await.unwrap_or(0);
     }
     scrape.health = Some((observed.health)().await);
+    if let Some(controller) = &observed.controller {
+        scrape.controller = controller.send(DescribeController).await.ok();
+    }
     scrape
 }
