@@ -72,6 +72,11 @@ pub fn prepare(config: &Config) -> Result<Option<Prepared>, ControllerStartError
     // UPDATE_CONTROLLER_CONFIG's file holds the NameServer's properties too, as Java's holds its
     // whole `-c` file: starting with `--config` of it keeps the updates.
     settings.config_store.with = config_to_properties(config, config.server.listen);
+    // ... and where it is itself: a start from it persists to the same file.
+    settings.config_store.with.insert(
+        "controllerConfigStorePath".to_owned(),
+        expand_home(&section.config_store_path).display().to_string(),
+    );
     match restore(&mut settings) {
         Ok(taken) => {
             for (key, value) in taken {
