@@ -344,7 +344,9 @@ class Ctx:
             argv += ["--config", str(config)]
         argv += list(extra_args)
         (home / "argv.txt").write_text(" ".join(argv) + "\n")
-        proc = self.spawn(label, argv, home, stdout_pipe=True)
+        # HOME in its own directory: every "~/..." default (the controller's config store, the
+        # route snapshot) stays in the scenario, as the Java servers' -Duser.home does.
+        proc = self.spawn(label, argv, home, env={"HOME": str(home)}, stdout_pipe=True)
         self.logs.append((f"{label} stderr", proc.stderr))
         lines = queue.Queue()
 
@@ -376,9 +378,10 @@ class Ctx:
     def _start_java_namesrv(self, label, line, jvm=(), props=None):
         """props: more keys of its -c properties file (the controller's)."""
         home = self.home(label)
-        port = free_port()
-        conf = home / "namesrv.properties"
         more = props or {}
+        # a fixed listenPort in props: a restart on the same address
+        port = int(more.get("listenPort") or free_port())
+        conf = home / "namesrv.properties"
         props = {
             "listenPort": port,
             "kvConfigPath": home / "kvConfig.json",
@@ -2664,19 +2667,27 @@ def s_controller_failover5(ctx):
     the slave becomes id 0 in the route within 60 s (timed) and the sender succeeds through it;
     the old master restarted rejoins as slave (id != 0) and the SyncStateSet; a consumer reads
     the topic and lost / duplicated messages are counted and printed (not failed on)."""
-    name = ctx.name
     ctl_addr = f"127.0.0.1:{free_port()}"
     ns = ctx.start_namesrv(controller=controller_props(ctx, "namesrv", {"n0": ctl_addr}, "n0"))
+    controller_failover(ctx, ns.addr, ns.ctl_addr)
+
+
+def controller_failover(ctx, ns_addr, ctl_addr):
+    """controller-failover5 against the NameServer ns_addr and the controller ctl_addr (embedded
+    in it or a process of its own): two brokers, the master SIGKILLed, the slave id 0 in the
+    route, the sender through it, the old master back as slave. Returns the timings (s):
+    failover (the slave id 0 in the route), resumed (the sender's first success), rejoined."""
+    name = ctx.name
     t0 = time.monotonic()
-    a = start_ctl_broker(ctx, ns.addr, ns.ctl_addr, "broker-ctl-a")
-    b = start_ctl_broker(ctx, ns.addr, ns.ctl_addr, "broker-ctl-b")
-    master, slave, addrs = wait_ctl_pair(ctx, ns.addr, [a, b])
+    a = start_ctl_broker(ctx, ns_addr, ctl_addr, "broker-ctl-a")
+    b = start_ctl_broker(ctx, ns_addr, ctl_addr, "broker-ctl-b")
+    master, slave, addrs = wait_ctl_pair(ctx, ns_addr, [a, b])
     print(f"# {name}: cluster info {addrs} {time.monotonic() - t0:.1f} s after the first broker's start; "
           f"master {master.label}", flush=True)
-    meta, before = admin_ok(ctx, ns.addr, f"controllerMeta {ns.ctl_addr}",
-                            f"syncStateWait {ns.ctl_addr} {CTL_BROKER} {a.addr},{b.addr} 60")
-    check(meta.get("isLeader") and meta.get("leaderAddress") == ns.ctl_addr,
-          f"the controller {ns.ctl_addr} does not call itself leader: {compact(meta)}", ctx.logs)
+    meta, before = admin_ok(ctx, ns_addr, f"controllerMeta {ctl_addr}",
+                            f"syncStateWait {ctl_addr} {CTL_BROKER} {a.addr},{b.addr} 60")
+    check(meta.get("isLeader") and meta.get("leaderAddress") == ctl_addr,
+          f"the controller {ctl_addr} does not call itself leader: {compact(meta)}", ctx.logs)
     check(before.get("masterAddress") == master.addr,
           f"the controller's master is {before.get('masterAddress')}, cluster info's id 0 is {master.addr}: "
           f"{compact(before)}", ctx.logs)
@@ -2684,15 +2695,15 @@ def s_controller_failover5(ctx):
           f"{before.get('inSyncAddrs')} master epoch {before.get('masterEpoch')}", flush=True)
 
     topic = ctx.uniq("ctl")
-    sender = start_sender(ctx, ns.addr, topic, "f")
+    sender = start_sender(ctx, ns_addr, topic, "f")
     first_ok = wait_sends(ctx, sender, 0, 1, 60, "the sender's first successful send")
     wait_sends(ctx, sender, first_ok + 3, 1, 30, "3 s of sends through the master")
-    route = ns_route_addrs(ns.addr, topic, CTL_BROKER)
+    route = ns_route_addrs(ns_addr, topic, CTL_BROKER)
     check(route and route.get("0") == master.addr, f"route of {topic} before the kill: {route}", ctx.logs)
 
     killed_at, killed_mono = time.time(), time.monotonic()
     ctx.stop(master, signal.SIGKILL, timeout=10)
-    failover = wait_route_master(ctx, ns.addr, topic, slave.addr, killed_mono, timeout=60)
+    failover = wait_route_master(ctx, ns_addr, topic, slave.addr, killed_mono, timeout=60)
     print(f"# {name}: SIGKILL of the master -> {slave.label} ({slave.addr}) is id 0 in the route after "
           f"{failover:.1f} s", flush=True)
     try:
@@ -2708,7 +2719,7 @@ def s_controller_failover5(ctx):
     last = {}
 
     def rejoined():
-        got = ns_broker_addrs(ns.addr, CTL_BROKER) or {}
+        got = ns_broker_addrs(ns_addr, CTL_BROKER) or {}
         last["addrs"] = got
         return got.get("0") == slave.addr and any(k != "0" and v == old.addr for k, v in got.items())
 
@@ -2716,16 +2727,18 @@ def s_controller_failover5(ctx):
         wait_until(f"the old master {old.addr} back in cluster info as a slave (id != 0)", 60, 0.5, rejoined)
     except Fail as e:
         raise Fail(f"{e}; last: {last.get('addrs')}", ctx.logs)
-    (after,) = admin_ok(ctx, ns.addr, f"syncStateWait {ns.ctl_addr} {CTL_BROKER} {a.addr},{b.addr} 60")
+    (after,) = admin_ok(ctx, ns_addr, f"syncStateWait {ctl_addr} {CTL_BROKER} {a.addr},{b.addr} 60")
     check(after.get("masterAddress") == slave.addr and after.get("masterEpoch", 0) > before.get("masterEpoch", 0),
           f"SyncStateSet after the failover: {compact(after)} (before: {compact(before)})", ctx.logs)
+    rejoin = time.monotonic() - t1
     print(f"# {name}: the old master rejoined as slave {last['addrs']} and the SyncStateSet "
-          f"{after.get('inSyncAddrs')} {time.monotonic() - t1:.1f} s after its restart; master epoch "
+          f"{after.get('inSyncAddrs')} {rejoin:.1f} s after its restart; master epoch "
           f"{before.get('masterEpoch')} -> {after.get('masterEpoch')}", flush=True)
     wait_sends(ctx, sender, time.time(), 10, 30, "10 successful sends with the old master back")
     result = stop_sender(ctx, sender)
     print(f"# {name}: sender {compact(result)}", flush=True)
-    consume_and_compare(ctx, ns.addr, topic, sender, name)
+    consume_and_compare(ctx, ns_addr, topic, sender, name)
+    return {"failover": failover, "resumed": resumed - killed_at, "rejoined": rejoin}
 
 
 @scenario("controller-etcd-takeover5", modes=("ours",))
@@ -2843,6 +2856,14 @@ def _register_proxy_scenarios():
     proxy.register(sys.modules[__name__])
     import controller_admin
     controller_admin.register(sys.modules[__name__])
+    # the standalone controller (controller_standalone.py), as proxy.py's
+    import controller_standalone
+    controller_standalone.register(sys.modules[__name__])
+    import rolling
+    rolling.register(sys.modules[__name__])
+    # the controller's metrics against Java's (controller_metrics.py)
+    import controller_metrics
+    controller_metrics.register(sys.modules[__name__])
     import fleet
     fleet.register(sys.modules[__name__])
 

@@ -15,6 +15,7 @@ pub use http::HttpConfig;
 
 pub use crate::controller_config::ControllerConfig;
 pub use rmq_actors::access::settings::{AccessSettings, ClassSetting, PolicyKind, Profile};
+pub use rmq_actors::etcd_access::EtcdAccess;
 pub use rmq_actors::settings::{
     expand_home, InvalidSetting, KvSettings, RegistrySettings, ResponseSerialize, ServerSettings,
 };
@@ -65,6 +66,9 @@ pub struct Config {
     pub access: AccessSettings,
     /// The embedded 5.x controller (docs/controller.md).
     pub controller: ControllerConfig,
+    /// How the server reaches etcd (TLS, user), for the controller's store and the KV store's
+    /// etcd backend alike.
+    pub etcd: EtcdAccess,
     /// Properties of a Java `namesrv.properties` we have no equivalent for; GET_NAMESRV_CONFIG
     /// shows them, as Java does.
     #[serde(skip)]
@@ -212,6 +216,8 @@ pub struct Overrides {
     pub log_format: Option<LogFormat>,
     pub access_profile: Option<Profile>,
     pub acl_file: Option<PathBuf>,
+    /// `controller.enabled` (a standalone controller turns it on whatever the file says).
+    pub controller_enabled: Option<bool>,
 }
 
 /// Prefix of environment overrides: `NAMESRV__SERVER__LISTEN=127.0.0.1:9876`.
@@ -283,6 +289,9 @@ impl Config {
             builder =
                 builder.set_override("access.acl_file", path.to_string_lossy().into_owned())?;
         }
+        if let Some(enabled) = overrides.controller_enabled {
+            builder = builder.set_override("controller.enabled", enabled)?;
+        }
         let mut config: Config = builder.build()?.try_deserialize()?;
         config.java_extra = java_extra;
         // Java's tls.config.file: its tls.* keys win over the other layers.
@@ -305,6 +314,11 @@ impl Config {
         self.log.validate()?;
         self.access.validate()?;
         self.controller.validate()?;
+        self.etcd.validate()?;
+        self.etcd
+            .check_endpoints("kv.etcd_endpoints", &self.kv.etcd_endpoint_list())?;
+        self.etcd
+            .check_endpoints("controller.etcd_endpoints", &self.controller.etcd_list())?;
         self.validate_transport_needs()?;
         let ct = &self.cluster_test;
         if ct.enabled && ct.product_env_addrs().is_empty() {

@@ -12,7 +12,7 @@ use rmq_actors::controller::file_store::{FileStore, FileStoreError};
 use rmq_actors::controller::Controller;
 use rmq_actors::listener::{Listener, ListenerSetup};
 use rmq_actors::outbound::Notify;
-use rmq_actors::services::{Port, Services};
+use rmq_actors::services::Services;
 use rmq_transport::front_door::FrontDoor;
 use tracing::{info, warn};
 
@@ -45,16 +45,6 @@ pub struct ControllerPort {
     pub arbiter: Arbiter,
 }
 
-/// What the controller port shares with the NameServer port.
-pub struct Shared<'a> {
-    pub front_door: FrontDoor,
-    pub workers: &'a [Arbiter],
-    /// The NameServer port's services; the controller port's are these with the controller.
-    pub services: Services,
-    /// Where notifications to brokers go.
-    pub notifier: Recipient<Notify>,
-}
-
 /// A controller ready to start: everything that can fail is done (its address bound, its state
 /// file read, its settings checked), no actor runs yet.
 pub struct Prepared {
@@ -82,6 +72,13 @@ pub fn prepare(config: &Config) -> Result<Option<Prepared>, ControllerStartError
     // UPDATE_CONTROLLER_CONFIG's file holds the NameServer's properties too, as Java's holds its
     // whole `-c` file: starting with `--config` of it keeps the updates.
     settings.config_store.with = config_to_properties(config, config.server.listen);
+    // ... and where it is itself: a start from it persists to the same file.
+    settings.config_store.with.insert(
+        "controllerConfigStorePath".to_owned(),
+        expand_home(&section.config_store_path)
+            .display()
+            .to_string(),
+    );
     match restore(&mut settings) {
         Ok(taken) => {
             for (key, value) in taken {
@@ -92,12 +89,20 @@ pub fn prepare(config: &Config) -> Result<Option<Prepared>, ControllerStartError
         Err(why) => warn!(error = %why,
             "controller config store not read: starting with the configured settings"),
     }
-    let etcd = EtcdSettings {
+    let mut etcd = EtcdSettings {
         endpoints: section.etcd_list(),
         prefix: section.etcd_prefix.clone(),
         lease_ttl: section.etcd_lease_ttl,
         ..EtcdSettings::default()
     };
+    if etcd.enabled() {
+        // The [etcd] section's files read, and TLS and user checked with etcd now: a wrong CA
+        // or password stops the start, naming its key.
+        etcd.security = config
+            .etcd
+            .load_checked("controller.etcd_endpoints", &etcd.endpoints, &etcd.prefix)
+            .map_err(|e| ControllerStartError::Config(e.to_string()))?;
+    }
     etcd.validate().map_err(ControllerStartError::Config)?;
     let bound = std::net::TcpListener::bind(addr)
         .and_then(|l| l.set_nonblocking(true).map(|()| l))
@@ -125,8 +130,9 @@ pub fn prepare(config: &Config) -> Result<Option<Prepared>, ControllerStartError
 }
 
 impl Prepared {
-    /// Starts the controller and its port (cannot fail: [`prepare`] did what can).
-    pub fn start(self, shared: Shared<'_>) -> ControllerPort {
+    /// Starts the controller and its store on an arbiter of their own (cannot fail: [`prepare`]
+    /// did what can); its port listens once [`Started::listen`] is given the port's services.
+    pub fn start(self, notifier: Recipient<Notify>) -> Started {
         let Prepared {
             addr,
             incoming,
@@ -142,7 +148,6 @@ impl Prepared {
             .map(FileStore::initial_events)
             .unwrap_or_default();
         let arbiter = Arbiter::new();
-        let notifier = shared.notifier;
         let me_store = me.clone();
         let controller = Controller::start_in_arbiter(&arbiter.handle(), move |ctx| {
             let events = ctx.address().recipient();
@@ -155,27 +160,57 @@ impl Prepared {
         for event in initial {
             controller.do_send(event);
         }
-        let services = Services {
-            opened: controller.clone().recipient(),
-            closed: controller.clone().recipient(),
-            port: Port::Controller,
-            controller: Some(controller.clone()),
-            ..shared.services
-        };
+        Started {
+            addr,
+            incoming,
+            controller,
+            arbiter,
+            server,
+            id: me.id,
+            store_name,
+        }
+    }
+}
+
+/// A controller running, its port not yet listening.
+pub struct Started {
+    addr: SocketAddr,
+    incoming: tokio::net::TcpListener,
+    controller: Addr<Controller>,
+    arbiter: Arbiter,
+    server: rmq_actors::settings::ServerSettings,
+    id: String,
+    store_name: String,
+}
+
+impl Started {
+    /// The controller actor.
+    pub fn controller(&self) -> &Addr<Controller> {
+        &self.controller
+    }
+
+    /// Listens with `front_door` on the connection threads `workers`; `services` are the
+    /// controller port's (`Port::Controller`, the controller told of every connection).
+    pub fn listen(
+        self,
+        front_door: FrontDoor,
+        workers: &[Arbiter],
+        services: Services,
+    ) -> ControllerPort {
         let listener = Listener::new(ListenerSetup {
-            listener: incoming,
-            front_door: shared.front_door,
-            workers: shared.workers.iter().map(Arbiter::handle).collect(),
-            settings: server,
+            listener: self.incoming,
+            front_door,
+            workers: workers.iter().map(Arbiter::handle).collect(),
+            settings: self.server,
             services,
         })
         .start();
-        info!(addr = %addr, id = %me.id, store = %store_name, "controller listening");
+        info!(addr = %self.addr, id = %self.id, store = %self.store_name, "controller listening");
         ControllerPort {
-            addr,
-            controller,
+            addr: self.addr,
+            controller: self.controller,
             listener,
-            arbiter,
+            arbiter: self.arbiter,
         }
     }
 }

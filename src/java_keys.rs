@@ -178,6 +178,19 @@ pub const KV_PROPERTY_KEYS: &[JavaKey] = &[
     key("kvEtcdPrefix", "kv.etcd_prefix", Kind::Text),
 ];
 
+/// Our `[etcd]` keys (TLS and user towards etcd, for the controller's store and the KV backend;
+/// no Java equivalent). Read from a `.properties` file given to `--config`; never shown by
+/// GET_NAMESRV_CONFIG or GET_CONTROLLER_CONFIG, never updated at run time; the password is
+/// never printed.
+pub const ETCD_PROPERTY_KEYS: &[JavaKey] = &[
+    key("etcdCaFile", "etcd.ca_file", Kind::Path),
+    key("etcdCertFile", "etcd.cert_file", Kind::Path),
+    key("etcdKeyFile", "etcd.key_file", Kind::Path),
+    key("etcdUser", "etcd.user", Kind::Text),
+    key("etcdPassword", "etcd.password", Kind::Text),
+    key("etcdPasswordFile", "etcd.password_file", Kind::Path),
+];
+
 /// Java's `tls.*` system properties (Java: `TlsSystemConfig`), ours under `[tls]`. Accepted in a
 /// `.properties` file given to `--config` and in the file `tls.config.file` names; never shown by
 /// GET_NAMESRV_CONFIG (Java does not show them either) and never updated by
@@ -393,6 +406,7 @@ pub fn properties_to_toml(
         let controller = CONTROLLER_PROPERTY_KEYS
             .iter()
             .chain(KV_PROPERTY_KEYS)
+            .chain(ETCD_PROPERTY_KEYS)
             .find(|k| k.java == java);
         match find(java).or(controller) {
             Some(key) => set_path(&mut root, key.ours, to_ours(key, text)?),
@@ -501,6 +515,38 @@ mod tests {
             );
         }
         assert!(no_effect_reason("listenPortt").contains("typo"));
+    }
+
+    #[test]
+    fn etcd_keys_become_the_etcd_section() {
+        let props: BTreeMap<String, String> = [
+            ("controllerEtcdEndpoints", "https://etcd-1:2379"),
+            ("etcdCaFile", "/etc/etcd/ca.pem"),
+            ("etcdCertFile", "/etc/etcd/client.pem"),
+            ("etcdKeyFile", "/etc/etcd/client.key"),
+            ("etcdUser", "namesrv"),
+            ("etcdPasswordFile", "/run/secrets/etcd"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+        let (table, extra) = properties_to_toml(&props).unwrap();
+        assert!(extra.is_empty(), "{extra:?}");
+        let root = Value::Table(table);
+        for (ours, value) in [
+            ("controller.etcd_endpoints", "https://etcd-1:2379"),
+            ("etcd.ca_file", "/etc/etcd/ca.pem"),
+            ("etcd.cert_file", "/etc/etcd/client.pem"),
+            ("etcd.key_file", "/etc/etcd/client.key"),
+            ("etcd.user", "namesrv"),
+            ("etcd.password_file", "/run/secrets/etcd"),
+        ] {
+            assert_eq!(
+                get_path(&root, ours).and_then(Value::as_str),
+                Some(value),
+                "{ours}"
+            );
+        }
     }
 
     #[test]

@@ -44,6 +44,8 @@
 //! ```
 //!
 //! [`NameServer::start`] takes an already bound listener instead (tests bind `127.0.0.1:0`).
+//! [`StandaloneController::start`] runs the 5.x controller alone the same way (what
+//! `rmq-namesrv controller` runs), with the same front door and HTTP port.
 //! The actors run under supervisors; see the README for what survives a restart.
 
 pub mod config;
@@ -54,6 +56,7 @@ pub mod health;
 mod http;
 pub mod java_keys;
 pub mod java_props;
+pub mod migrate;
 pub mod product_env;
 pub mod runtime_config;
 pub mod server;
@@ -62,4 +65,7 @@ pub use rmq_actors as actors;
 pub use rmq_protocol as protocol;
 pub use rmq_tools as tools;
 pub use rmq_transport as transport;
-pub use server::{ActorStatus, Health, NameServer, NameServerHandle, StartError};
+pub use server::{
+    ActorStatus, ControllerHandle, Health, NameServer, NameServerHandle, StandaloneController,
+    StartError,
+};

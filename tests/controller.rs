@@ -486,6 +486,11 @@ async fn updates_are_kept_by_a_start_from_the_config_store_file(store: &Path) {
     assert_eq!(stored["enableElectUncleanMaster"], "true", "{text}");
     assert_eq!(stored["enableControllerInNamesrv"], "true", "{text}");
     assert_eq!(stored["controllerDLegerSelfId"], "n0", "{text}");
+    assert_eq!(
+        stored["controllerConfigStorePath"],
+        store.display().to_string(),
+        "a start from the file persists to it again: {text}"
+    );
     let mut config =
         Config::load(Some(store), Vec::new(), &Default::default()).expect("the stored file loads");
     config.server.listen = "127.0.0.1:0".parse().unwrap();

@@ -28,8 +28,8 @@ const ACTORS: Ladder = Ladder {
             "file_watch",
             "etcd_call",
         ],
-        &["settings", "outbound"],
-        &["messages"],
+        &["settings", "outbound", "etcd_migrate"],
+        &["messages", "etcd_access"],
         &["registry", "response", "route_cache", "limits"],
         &[
             "kv",
@@ -55,7 +55,13 @@ const DAEMON: Ladder = Ladder {
         &["java_keys", "health", "notify", "controller_config"],
         &["config"],
         &["java_props", "logging", "fleet"],
-        &["runtime_config", "product_env", "http", "controller_port"],
+        &[
+            "runtime_config",
+            "product_env",
+            "http",
+            "controller_port",
+            "migrate",
+        ],
         &["server"],
     ],
 };

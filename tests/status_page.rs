@@ -462,3 +462,138 @@ async fn the_status_page_shows_clusters_brokers_topics_and_kv_in_chromium() {
     )
     .await;
 }
+
+#[actix::test]
+async fn the_controller_section_shows_broker_sets_masters_and_sync_state_sets_in_chromium() {
+    use support::controller::requests::{alter, elect};
+    use support::controller::{controller, controller_config, join};
+    const CLUSTER: &str = "ClusterHa";
+    let browser = chromium();
+    let dir = test_dir("status-controller");
+    let mut config = controller_config(&dir);
+    config.http.listen = Some("127.0.0.1:0".parse().expect("loopback"));
+    config.controller.notify_broker_role_changed = false;
+    let server = start_server(config);
+    let http = server.http_addr().expect("the HTTP port is on");
+    let me = server.controller_addr().expect("controller on").to_string();
+
+    // A master and an in-sync slave; a third member that joined and went away.
+    let (mut master, mut slave) = (controller(&server).await, controller(&server).await);
+    join(
+        &mut master,
+        CLUSTER,
+        "broker-ha",
+        1,
+        "127.0.0.1:10911",
+        60_000,
+    )
+    .await;
+    let r = master
+        .request(elect(CLUSTER, "broker-ha", 1))
+        .await
+        .unwrap();
+    assert_eq!(r.code, 0, "{r:?}");
+    join(
+        &mut slave,
+        CLUSTER,
+        "broker-ha",
+        2,
+        "127.0.0.1:10921",
+        60_000,
+    )
+    .await;
+    let r = master
+        .request(alter("broker-ha", 1, 1, &[1, 2], 1))
+        .await
+        .unwrap();
+    assert_eq!(r.code, 0, "{r:?}");
+    let mut gone = controller(&server).await;
+    join(
+        &mut gone,
+        CLUSTER,
+        "broker-ha",
+        3,
+        "127.0.0.1:10931",
+        60_000,
+    )
+    .await;
+    drop(gone);
+    let api = format!("http://{http}/api/status");
+    let third_gone = eventually(TIMEOUT, || async {
+        let answer = support::http::get(http, "/api/status", "").await;
+        let status: serde_json::Value = serde_json::from_str(&answer.body).unwrap_or_default();
+        status["controller"]["broker_sets"][0]["members"][2]["alive"] == false
+            && status["controller"]["broker_sets"][0]["members"][1]["alive"] == true
+    })
+    .await;
+    assert!(third_gone, "{api}: the third member still alive");
+
+    let url = format!("http://{http}/");
+    let dom = dump_dom(&browser, &url).await;
+    let page = text(&dom);
+    assert!(
+        page.contains(&format!("this node n0 ({me}): leader")),
+        "{page}"
+    );
+    assert!(page.contains(&format!("leader: n0 ({me})")), "{page}");
+    assert_eq!(
+        rows(&dom, "broker-set"),
+        strings(&[&[
+            CLUSTER,
+            "broker-ha",
+            "1",
+            "127.0.0.1:10911",
+            "1",
+            "1, 2",
+            "2",
+            "3"
+        ]])
+    );
+    let members: Vec<Vec<String>> = rows(&dom, "controller-member")
+        .into_iter()
+        .map(|mut row| {
+            let age = row.pop().unwrap_or_default();
+            row.push(if age.ends_with(" s") {
+                "age".into()
+            } else {
+                age
+            });
+            row
+        })
+        .collect();
+    let expected: &[&[&str]] = &[
+        &[
+            "broker-ha",
+            "1",
+            "127.0.0.1:10911",
+            "master",
+            "alive",
+            "yes",
+            "age",
+        ],
+        &[
+            "broker-ha",
+            "2",
+            "127.0.0.1:10921",
+            "slave",
+            "alive",
+            "yes",
+            "age",
+        ],
+        &[
+            "broker-ha",
+            "3",
+            "127.0.0.1:10931",
+            "slave",
+            "not alive",
+            "no",
+            "none",
+        ],
+    ];
+    assert_eq!(members, strings(expected), "{dom}");
+    let requests = rows(&dom, "controller-request");
+    let elections = strings(&[&["CONTROLLER_ELECT_MASTER", "1", "0", "0"]]);
+    assert!(requests.contains(&elections[0]), "{requests:?}");
+    screenshot(&browser, &url, "status-page-controller.png").await;
+    server.stop().await;
+}

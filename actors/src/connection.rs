@@ -134,8 +134,9 @@ impl Connection {
                 // Cluster-test mode looks routes up elsewhere too: nothing is cached.
                 route_cache: share
                     .services
-                    .product_env
-                    .is_none()
+                    .namesrv
+                    .as_ref()
+                    .is_some_and(|namesrv| namesrv.product_env.is_none())
                     .then(|| WorkerCache::of_this_thread(share.services.route_cache))
                     .flatten(),
                 codec: RemotingCodec::new(share.settings.max_frame_bytes),
@@ -181,7 +182,9 @@ impl Connection {
             // As Java's NettyRemotingAbstract: answered GO_AWAY (a oneway request is dropped),
             // not processed; the client reconnects and sends it again.
             debug!(code = %cmd.request_code(), "draining: GO_AWAY");
-            self.share.services.went_away.do_send(WentAway);
+            if let Some(went_away) = &self.share.services.went_away {
+                went_away.do_send(WentAway);
+            }
             if !cmd.is_oneway() {
                 let reply_to = ReplyTo {
                     opaque: cmd.opaque,
@@ -289,9 +292,14 @@ impl Connection {
         reply_to: ReplyTo,
         ctx: &mut Context<Self>,
     ) {
+        let Some(namesrv) = &self.share.services.namesrv else {
+            let answer = crate::response::system_error("no NameServer on this port");
+            self.reply(reply_to, answer, ctx);
+            return;
+        };
         let registered = registration::register(
             registration::Registrar {
-                routes: self.share.services.routes.clone(),
+                routes: namesrv.routes.clone(),
                 limits: self.share.services.limits.clone(),
                 max_inflated_body: self.share.settings.max_inflated_body_bytes,
                 peer: self.peer,

@@ -21,7 +21,7 @@ use rmq_protocol::{RemotingCommand, RequestCode};
 
 use crate::access::AccessClass;
 use crate::codes::{Answer, Asking, Audit, Class, Outcome, Reader, Row};
-use crate::controller::{requests, ControllerRequest};
+use crate::controller::{requests, ControllerRequest, ControllerRequestUnread};
 use crate::kv::KvStore;
 use crate::messages::*;
 use crate::registry::RouteRegistry;
@@ -29,7 +29,7 @@ use crate::response::{read_header, small_body, system_error, IntoResponse};
 use crate::route::{filter_by_zone, BrokerInstance, ConnId, Unregistration};
 
 pub use crate::services::Port;
-pub use crate::services::Services;
+pub use crate::services::{NamesrvServices, Services};
 
 /// The row of `code` on `port`, if the port answers it.
 pub fn lookup(port: Port, code: RequestCode) -> Option<&'static Row> {
@@ -224,7 +224,10 @@ where
     RouteRegistry: Handler<M>,
     M::Result: Send + IntoResponse + 'static,
 {
-    ask(&to.services.routes, M::read(cmd))
+    match namesrv(to) {
+        Ok(namesrv) => ask(&namesrv.routes, M::read(cmd)),
+        Err(answer) => Outcome::Now(answer),
+    }
 }
 
 fn to_kv<M>(cmd: &RemotingCommand, to: &Asking<'_>) -> Outcome
@@ -233,20 +236,38 @@ where
     KvStore: Handler<M>,
     M::Result: Send + IntoResponse + 'static,
 {
-    ask(&to.services.kv, M::read(cmd))
+    match namesrv(to) {
+        Ok(namesrv) => ask(&namesrv.kv, M::read(cmd)),
+        Err(answer) => Outcome::Now(answer),
+    }
+}
+
+/// The NameServer's owners, which a row of the NameServer port needs (a standalone controller
+/// has none, and its port has no such row).
+fn namesrv<'a>(to: &'a Asking<'_>) -> Result<&'a NamesrvServices, RemotingCommand> {
+    to.services
+        .namesrv
+        .as_ref()
+        .ok_or_else(|| system_error("no NameServer on this port"))
 }
 
 fn get_namesrv_config(_: &RemotingCommand, to: &Asking<'_>) -> Outcome {
-    Outcome::later(to.services.config_reader.send(GetNamesrvConfig))
+    match namesrv(to) {
+        Ok(namesrv) => Outcome::later(namesrv.config_reader.send(GetNamesrvConfig)),
+        Err(answer) => Outcome::Now(answer),
+    }
 }
 
 fn update_namesrv_config(cmd: &RemotingCommand, to: &Asking<'_>) -> Outcome {
     if let Err(answer) = small_body(cmd, "configuration") {
         return Outcome::Now(answer);
     }
-    Outcome::later(to.services.config_writer.send(UpdateNamesrvConfig {
-        body: cmd.body.clone(),
-    }))
+    match namesrv(to) {
+        Ok(namesrv) => Outcome::later(namesrv.config_writer.send(UpdateNamesrvConfig {
+            body: cmd.body.clone(),
+        })),
+        Err(answer) => Outcome::Now(answer),
+    }
 }
 
 /// Reads a request of message `M` without answering it.
@@ -281,7 +302,13 @@ fn controller_call(cmd: &RemotingCommand, to: &Asking<'_>) -> Outcome {
             call,
             conn: to.conn,
         })),
-        Err(answer) => Outcome::Now(answer),
+        Err(answer) => {
+            controller.do_send(ControllerRequestUnread {
+                code: cmd.request_code(),
+                answer: answer.response_code(),
+            });
+            Outcome::Now(answer)
+        }
     }
 }
 
@@ -309,17 +336,21 @@ fn inject_fault(cmd: &RemotingCommand, to: &Asking<'_>) -> Outcome {
 /// `WorkerCache::answer`): asks the registry for the route, encodes it here and keeps it in the
 /// cache. In cluster-test mode a route miss is then looked up on the product environment.
 fn route_info(cmd: &RemotingCommand, to: &Asking<'_>) -> Outcome {
+    let namesrv = match namesrv(to) {
+        Ok(namesrv) => namesrv,
+        Err(answer) => return Outcome::Now(answer),
+    };
     let query = RouteQuery::of(cmd);
     let topic = query.topic.map(str::to_owned);
     let message = GetRouteInfo {
         topic: topic.clone(),
     };
-    if let Some(env) = &to.services.product_env {
-        return Outcome::later(route_with_fallback(&to.services.routes, env, message));
+    if let Some(env) = &namesrv.product_env {
+        return Outcome::later(route_with_fallback(&namesrv.routes, env, message));
     }
     let (style, zone) = (query.style, query.zone.map(str::to_owned));
     let cache = to.route_cache.cloned();
-    let reply = to.services.routes.send(message);
+    let reply = namesrv.routes.send(message);
     Outcome::later(async move {
         Ok(reply.await?.map(|reply| match (zone, topic, cache) {
             // Java's ZoneRouteRPCHook re-encodes a zone-filtered route in legacy JSON,

@@ -5,7 +5,7 @@
 use std::future::Future;
 use std::time::Duration;
 
-use crate::etcd_api::{self, Client, ConnectOptions};
+use crate::etcd_api::{self, Client, ConnectOptions, Security};
 
 /// The first wait before a session starts over after a failure; doubled on each further one up
 /// to [`MAX_BACKOFF`], and reset by the caller once a session has proved good.
@@ -37,12 +37,18 @@ pub async fn within<T>(
     }
 }
 
-/// A client of `endpoints`, connected within `limit`. A member cut off from its cluster's leader
-/// answers no request rather than stale ones (`require_leader`).
-pub async fn connect(endpoints: &[String], limit: Duration) -> Result<Client, String> {
+/// A client of `endpoints`, with `security` (TLS, user), connected (and authenticated) within
+/// `limit`. A member cut off from its cluster's leader answers no request rather than stale
+/// ones (`require_leader`).
+pub async fn connect(
+    endpoints: &[String],
+    security: &Security,
+    limit: Duration,
+) -> Result<Client, String> {
     let options = ConnectOptions::new()
         .with_connect_timeout(limit)
-        .with_require_leader(true);
+        .with_require_leader(true)
+        .with_security(security.clone());
     within(limit, Client::connect(endpoints, Some(options)))
         .await
         .map_err(|e| format!("cannot connect to etcd: {e}"))

@@ -26,9 +26,9 @@ pub enum Port {
     Controller,
 }
 
-/// The actors that answer requests, and the lifecycle of connections; shared by all connections.
+/// The owners of the NameServer's tables, which answer the NameServer port's rows.
 #[derive(Clone)]
-pub struct Services {
+pub struct NamesrvServices {
     pub routes: Addr<RouteRegistry>,
     pub kv: Addr<KvStore>,
     /// GET_NAMESRV_CONFIG and UPDATE_NAMESRV_CONFIG go to the runtime-config owner.
@@ -36,11 +36,19 @@ pub struct Services {
     pub config_writer: Recipient<UpdateNamesrvConfig>,
     /// Cluster-test mode: where route misses are looked up.
     pub product_env: Option<Recipient<LookupProductEnvRoute>>,
+}
+
+/// The actors that answer requests, and the lifecycle of connections; shared by all connections.
+#[derive(Clone)]
+pub struct Services {
+    /// The NameServer's owners; none in a standalone controller, whose port answers the
+    /// controller's codes only.
+    pub namesrv: Option<NamesrvServices>,
     /// Told when a connection opens and closes (Housekeeping).
     pub opened: Recipient<ConnectionOpened>,
     pub closed: Recipient<ConnectionClosed>,
-    /// Told of every GO_AWAY answer (Housekeeping counts them).
-    pub went_away: Recipient<WentAway>,
+    /// Told of every GO_AWAY answer (Housekeeping counts them; none in a standalone controller).
+    pub went_away: Option<Recipient<WentAway>>,
     /// Server-wide budgets, and the count of what every limit refused.
     pub limits: Addr<Limits>,
     /// This NameServer's route cache on each connection thread (and its id for the thread's

@@ -430,8 +430,9 @@ pub fn etcd_endpoint_list(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// Refuses, naming `key`, an etcd address with spaces in it or one asking for TLS (not
-/// supported).
+/// Refuses, naming `key`, an etcd address with spaces in it or an unknown scheme (whether
+/// `https://` fits the TLS settings is the `[etcd]` section's check,
+/// [`EtcdAccess::check_endpoints`](crate::etcd_access::EtcdAccess::check_endpoints)).
 pub fn check_etcd_endpoints(key: &'static str, endpoints: &[String]) -> Result<(), InvalidSetting> {
     for endpoint in endpoints {
         if endpoint.chars().any(char::is_whitespace) {
@@ -440,11 +441,13 @@ pub fn check_etcd_endpoints(key: &'static str, endpoints: &[String]) -> Result<(
                 format!("{endpoint:?} is not an etcd address (host:port)"),
             ));
         }
-        if endpoint.starts_with("https://") {
-            return Err(invalid(
-                key,
-                format!("{endpoint}: TLS to etcd is not supported (use host:port)"),
-            ));
+        if let Some((scheme, _)) = endpoint.split_once("://") {
+            if scheme != "http" && scheme != "https" {
+                return Err(invalid(
+                    key,
+                    format!("{endpoint}: unknown scheme {scheme}:// (http:// or https://)"),
+                ));
+            }
         }
     }
     Ok(())

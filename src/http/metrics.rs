@@ -6,6 +6,7 @@
 //! Each family is declared once: the connection threads' in the table of rmq_actors::metrics,
 //! the other owners' (and this build's) in `owners.rs`. `encode.rs` writes both.
 
+mod controller;
 mod encode;
 mod figures;
 mod owners;

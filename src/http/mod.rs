@@ -20,6 +20,7 @@ use actix_web::middleware::from_fn;
 use actix_web::{web, App, HttpResponse};
 use rmq_actors::access::guard::AccessGuard;
 use rmq_actors::access::AccessControl;
+use rmq_actors::controller::Controller;
 use rmq_actors::housekeeping::Housekeeping;
 use rmq_actors::kv::KvStore;
 use rmq_actors::limits::Limits;
@@ -40,16 +41,16 @@ use door::{HttpDoor, StopServing};
 /// (`web::Data`); nothing in it is mutable.
 #[derive(Clone)]
 pub(crate) struct Observed {
-    pub routes: Addr<RouteRegistry>,
-    pub kv: Addr<KvStore>,
-    pub housekeeping: Addr<Housekeeping>,
+    /// The NameServer's owners; none in a standalone controller, whose page and scrape then
+    /// show no routes, KV or NameServer connections.
+    pub namesrv: Option<NamesrvObserved>,
     pub limits: Addr<Limits>,
     pub keepers: Vec<Addr<RouteCacheKeeper>>,
     /// Each actor's health, as the embedding API reports it.
     pub health: HealthProbe,
     /// False once a stop began (the remoting port no longer accepts).
     pub accepting: watch::Receiver<bool>,
-    /// The remoting port's address.
+    /// The remoting port's address (a standalone controller's: its controller port).
     pub remoting: SocketAddr,
     pub started: Instant,
     pub http: HttpConfig,
@@ -61,6 +62,17 @@ pub(crate) struct Observed {
     pub addresses: Option<Addr<AddressBook>>,
     /// The periodic fleet check (`[fleet]`), when on.
     pub fleet: Option<Addr<FleetWatch>>,
+    /// The controller, when it runs: its metrics and the status page's controller section
+    /// (it needs nothing of the NameServer's route tables).
+    pub controller: Option<Addr<Controller>>,
+}
+
+/// The owners of the NameServer's tables the HTTP port reads.
+#[derive(Clone)]
+pub(crate) struct NamesrvObserved {
+    pub routes: Addr<RouteRegistry>,
+    pub kv: Addr<KvStore>,
+    pub housekeeping: Addr<Housekeeping>,
 }
 
 /// Asks every actor whether it is alive (the handle's health check, shared with the HTTP port).
@@ -177,12 +189,20 @@ async fn health(observed: web::Data<Observed>) -> HttpResponse {
 }
 
 /// 200 when the remoting port accepts and the registry answers routes (past the
-/// `need_wait_for_service` window when that is on); 503 saying why not.
+/// `need_wait_for_service` window when that is on; a standalone controller: when its port
+/// accepts and every actor is alive); 503 saying why not.
 async fn ready(observed: web::Data<Observed>) -> HttpResponse {
     if !*observed.accepting.borrow() {
         return unavailable("stopping: no longer accepting connections");
     }
-    match observed.routes.send(GetRegistryMetrics).await {
+    let Some(namesrv) = &observed.namesrv else {
+        let health = (observed.health)().await;
+        return match health.lost().as_slice() {
+            [] => text("ready\n".to_owned()),
+            lost => unavailable(&format!("lost {}", lost.join(", "))),
+        };
+    };
+    match namesrv.routes.send(GetRegistryMetrics).await {
         Ok(metrics) if metrics.ready => text("ready\n".to_owned()),
         Ok(_) => unavailable("waiting for brokers (registry.need_wait_for_service)"),
         Err(err) => unavailable(&format!("route registry unavailable: {err}")),

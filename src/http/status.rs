@@ -1,7 +1,7 @@
 //! The status page `GET /` and its data `GET /api/status`: clusters, broker groups with each
 //! address, role, RocketMQ version, data version, heartbeat age and expiry countdown; topics
 //! with their queues and permissions (searchable with `?topic=`); KV namespaces; connections;
-//! key counters. The HTML is rendered here, with no script, build step or external asset, and
+//! key counters; and when the controller runs, its section (`controller.rs`). The HTML is rendered here, with no script, build step or external asset, and
 //! reloads itself every `http.page_refresh`.
 
 use std::collections::BTreeMap;
@@ -19,7 +19,9 @@ use serde_json::{json, Value};
 
 use super::fleet_view::{fleet_json, render_fleet};
 use super::metrics::{collect, requests_by_name, Scrape};
-use super::Observed;
+use super::{NamesrvObserved, Observed};
+
+mod controller;
 
 /// Topics shown at most (the search narrows them).
 const TOPICS_SHOWN: usize = 500;
@@ -35,11 +37,35 @@ pub(crate) struct Query {
     topic: String,
 }
 
-/// Everything the page shows, as JSON.
+/// Everything the page shows, as JSON. A standalone controller has no routes, KV or
+/// NameServer connections: its page has the server and the request counters only.
 async fn status(observed: &Observed, filter: &str) -> Value {
     let scrape = collect(observed, true).await;
-    let brokers = observed.routes.send(ListBrokers).await.unwrap_or_default();
-    let topics = observed
+    let mut page = json!({
+        "server": server_json(observed, &scrape),
+        "controller": controller::json(scrape.controller.as_ref()),
+        "fleet": fleet_json(&scrape, observed.fleet.is_some()),
+        "refresh_seconds": observed.http.page_refresh.as_secs().max(1),
+    });
+    match &observed.namesrv {
+        Some(namesrv) => {
+            if let (Value::Object(page), Value::Object(tables)) =
+                (&mut page, namesrv_json(namesrv, &scrape, filter).await)
+            {
+                page.extend(tables);
+            }
+        }
+        None => {
+            page["counters"] = json!({ "requests": requests_by_name(&scrape.workers) });
+        }
+    }
+    page
+}
+
+/// The NameServer's part of the page: counters, clusters, topics, KV and connections.
+async fn namesrv_json(namesrv: &NamesrvObserved, scrape: &Scrape, filter: &str) -> Value {
+    let brokers = namesrv.routes.send(ListBrokers).await.unwrap_or_default();
+    let topics = namesrv
         .routes
         .send(ListTopics {
             filter: clip(filter, VALUE_SHOWN),
@@ -47,21 +73,20 @@ async fn status(observed: &Observed, filter: &str) -> Value {
         })
         .await
         .unwrap_or_default();
-    let connections = observed
+    let connections = namesrv
         .housekeeping
         .send(ListConnections)
         .await
         .unwrap_or_default();
     json!({
-        "server": server_json(observed, &scrape),
-        "counters": counters_json(&scrape),
+        "counters": counters_json(scrape),
         "clusters": clusters_json(&brokers),
         "topics": {
             "filter": clip(filter, VALUE_SHOWN),
             "matched": topics.matched,
             "shown": topics_json(&topics),
         },
-        "kv": kv_json(&scrape),
+        "kv": kv_json(scrape),
         "connections": {
             "open": connections.len(),
             "shown": connections.iter().take(CONNECTIONS_SHOWN).map(|c| json!({
@@ -70,8 +95,6 @@ async fn status(observed: &Observed, filter: &str) -> Value {
                 "tls": c.tls,
             })).collect::<Vec<_>>(),
         },
-        "fleet": fleet_json(&scrape, observed.fleet.is_some()),
-        "refresh_seconds": observed.http.page_refresh.as_secs().max(1),
     })
 }
 
@@ -82,7 +105,8 @@ fn server_json(observed: &Observed, scrape: &Scrape) -> Value {
         "version": env!("CARGO_PKG_VERSION"),
         "remoting_address": observed.remoting.to_string(),
         "uptime_seconds": observed.started.elapsed().as_secs(),
-        "ready": scrape.registry.ready,
+        "mode": if observed.namesrv.is_some() { "namesrv" } else { "controller" },
+        "ready": observed.namesrv.is_none() || scrape.registry.ready,
         "healthy": health.is_none_or(|h| h.serving()),
         "panics_contained": health.map_or(0, |h| h.panics()),
     })
@@ -297,11 +321,15 @@ fn render(d: &Value) -> String {
     let mut h = String::with_capacity(16 * 1024);
     render_head(&mut h, d);
     render_counters(&mut h, d);
-    render_clusters(&mut h, d);
-    render_topics(&mut h, d);
+    controller::render(&mut h, &d["controller"]);
     render_fleet(&mut h, d, esc);
-    render_kv(&mut h, d);
-    render_connections(&mut h, d);
+    // A standalone controller's page has no NameServer tables.
+    if !d["clusters"].is_null() {
+        render_clusters(&mut h, d);
+        render_topics(&mut h, d);
+        render_kv(&mut h, d);
+        render_connections(&mut h, d);
+    }
     h
 }
 
@@ -319,7 +347,7 @@ fn render_head(h: &mut String, d: &Value) {
          <span id=\"health\" class=\"{hclass}\">{health}</span>, \
          <span id=\"ready\" class=\"{rclass}\">{ready}</span>; \
          <span class=\"muted\">reloads every {refresh} s</span></p>\
-         <p id=\"summary\">{clusters}, {groups}, {brokers}, {topics}, {kv}, {conns}</p>",
+         <p id=\"summary\">{summary}</p>",
         addr = esc(&server["remoting_address"]),
         version = esc(&server["version"]),
         up = esc(&server["uptime_seconds"]),
@@ -343,13 +371,24 @@ fn render_head(h: &mut String, d: &Value) {
         } else {
             "not ready"
         },
-        clusters = count(&d["counters"]["clusters"], "cluster"),
-        groups = count(&d["counters"]["broker_groups"], "broker group"),
-        brokers = count(&d["counters"]["live_brokers"], "live broker"),
-        topics = count(&d["counters"]["topics"], "topic"),
-        kv = count(&d["counters"]["kv_entries"], "KV entry"),
-        conns = count(&d["connections"]["open"], "open connection"),
+        summary = summary(d),
     );
+}
+
+/// The summary line: the NameServer's tables by size, or what a standalone controller is.
+fn summary(d: &Value) -> String {
+    if d["clusters"].is_null() {
+        return "standalone controller: no route tables, no NameServer port".to_owned();
+    }
+    [
+        count(&d["counters"]["clusters"], "cluster"),
+        count(&d["counters"]["broker_groups"], "broker group"),
+        count(&d["counters"]["live_brokers"], "live broker"),
+        count(&d["counters"]["topics"], "topic"),
+        count(&d["counters"]["kv_entries"], "KV entry"),
+        count(&d["connections"]["open"], "open connection"),
+    ]
+    .join(", ")
 }
 
 /// The counters as cards, and the requests answered by name.

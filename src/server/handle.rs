@@ -89,7 +89,7 @@ pub(super) async fn health_of(contained: &Contained, listener: &Addr<Listener>) 
 
 /// One contained actor's health: `alive` unless its task is gone (a panic that could not be
 /// contained); `panics` contained so far (0 when it could not be asked).
-async fn ask<A>(addr: &Addr<A>) -> ActorStatus
+pub(super) async fn ask<A>(addr: &Addr<A>) -> ActorStatus
 where
     A: Actor<Context = Context<A>> + Recover + Handler<GetHealth>,
 {
@@ -103,6 +103,25 @@ where
 
 /// How long a health query waits for a busy actor.
 const HEALTH_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Reloads the TLS certificates with `reloader` (none: TLS is off); answers what happened.
+pub(super) async fn reload_tls(reloader: Option<&Addr<TlsReloader>>) -> Result<String, String> {
+    match reloader {
+        Some(reloader) => reloader.send(ReloadTls).await.map_err(|e| e.to_string())?,
+        None => Err("TLS is disabled".to_owned()),
+    }
+}
+
+/// Reloads the ACL file with `guard` (none: there is no ACL file); answers what happened.
+pub(super) async fn reload_accounts(guard: Option<&Addr<AccessGuard>>) -> Result<String, String> {
+    match guard {
+        Some(guard) => guard
+            .send(ReloadAccounts)
+            .await
+            .map_err(|e| e.to_string())?,
+        None => Err("no ACL file (access.acl_file)".to_owned()),
+    }
+}
 
 /// How long a stop waits for the route snapshot to be written (warm restart).
 const SAVE_ROUTES_TIMEOUT: Duration = Duration::from_secs(20);
@@ -185,21 +204,12 @@ impl NameServerHandle {
 
     /// Reloads the TLS certificates now (what SIGHUP does); answers what happened.
     pub async fn reload_tls(&self) -> Result<String, String> {
-        match &self.tls_reloader {
-            Some(reloader) => reloader.send(ReloadTls).await.map_err(|e| e.to_string())?,
-            None => Err("TLS is disabled".to_owned()),
-        }
+        reload_tls(self.tls_reloader.as_ref()).await
     }
 
     /// Reloads the ACL file now (SIGHUP does); answers what happened.
     pub async fn reload_accounts(&self) -> Result<String, String> {
-        match &self.access_guard {
-            Some(guard) => guard
-                .send(ReloadAccounts)
-                .await
-                .map_err(|e| e.to_string())?,
-            None => Err("no ACL file (access.acl_file)".to_owned()),
-        }
+        reload_accounts(self.access_guard.as_ref()).await
     }
 
     /// Audit events written so far.

@@ -1,10 +1,13 @@
 //! `NameServer`: starts the actor system on a listening socket and returns a handle to it. A
 //! start is checked whole first ([`preflight`]: files, sockets, certificates, the controller's
-//! state), then its actors start ([`launch`]); [`handle`] is what runs.
+//! state), then its actors start ([`launch`]); [`handle`] is what runs. Its front door
+//! ([`front`]) is shared with a [`StandaloneController`] (`rmq-namesrv controller`).
 
+mod front;
 mod handle;
 mod launch;
 mod preflight;
+mod standalone;
 
 use actix::System;
 
@@ -12,6 +15,7 @@ use crate::config::Config;
 pub use crate::health::{ActorStatus, Health};
 pub use handle::NameServerHandle;
 pub use preflight::{StartError, AUDIT_FILE_NAME};
+pub use standalone::{ControllerHandle, StandaloneController};
 
 /// A NameServer to start. See the crate docs for the three ways to run one.
 #[derive(Debug, Clone)]

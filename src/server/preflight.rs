@@ -44,6 +44,9 @@ pub enum StartError {
     },
     #[error(transparent)]
     Controller(#[from] ControllerStartError),
+    /// The `[etcd]` section cannot be used by the KV store's etcd backend.
+    #[error("KV store: {0}")]
+    KvEtcd(rmq_actors::settings::InvalidSetting),
     #[error("no actix System is running; start the NameServer from inside one")]
     NoSystem,
     #[error("cannot listen on {addr} (http.listen): {source}")]
@@ -58,17 +61,23 @@ pub enum StartError {
 pub(super) struct Ready {
     pub config: Config,
     pub kv_source: KvSource,
+    pub listener: tokio::net::TcpListener,
+    pub local_addr: SocketAddr,
+    pub controller: Option<controller_port::Prepared>,
+    pub admitted: Admitted,
+}
+
+/// What every port's front door needs (a NameServer's and a standalone controller's alike):
+/// accounts, access control, the audit log, certificates and the HTTP port's socket.
+pub(super) struct Admitted {
     /// The ACL file, when there is one, and its accounts.
     pub acl_path: Option<PathBuf>,
     pub accounts: Arc<Accounts>,
     pub access: Arc<AccessControl>,
     pub audit: AuditLog,
-    pub listener: tokio::net::TcpListener,
-    pub local_addr: SocketAddr,
     pub server_tls: Option<ServerTls>,
     /// TLS of the server's outbound calls (cluster-test lookups, notifications to brokers).
     pub client_tls: Option<Arc<ClientConfig>>,
-    pub controller: Option<controller_port::Prepared>,
     /// The HTTP port's socket and address, when `http.listen` is set.
     pub http: Option<(tokio::net::TcpListener, SocketAddr)>,
 }
@@ -79,7 +88,41 @@ pub(super) fn check(config: Config, listener: std::net::TcpListener) -> Result<R
     // A corrupt KV file stops start-up before anything listens. (With the etcd backend nothing
     // is read here: the store starts without etcd and catches up.)
     let kv_source = KvSource::load(&config.kv)?;
-    // So does an ACL file that does not parse, and an audit log that cannot be opened.
+    // Its TLS and user are read, and checked with etcd when set.
+    let kv_source = match &kv_source {
+        KvSource::Etcd {
+            endpoints, prefix, ..
+        } => {
+            let security = config
+                .etcd
+                .load_checked("kv.etcd_endpoints", endpoints, prefix)
+                .map_err(StartError::KvEtcd)?;
+            kv_source.with_etcd_security(security)
+        }
+        KvSource::File { .. } => kv_source,
+    };
+    listener
+        .set_nonblocking(true)
+        .map_err(StartError::Listener)?;
+    let listener = tokio::net::TcpListener::from_std(listener).map_err(StartError::Listener)?;
+    let local_addr = listener.local_addr().map_err(StartError::Listener)?;
+    let mut admitted = admit(&config)?;
+    let controller = controller_port::prepare(&config)?;
+    admitted.http = bind_http(&config)?;
+    Ok(Ready {
+        config,
+        kv_source,
+        listener,
+        local_addr,
+        controller,
+        admitted,
+    })
+}
+
+/// Checks and opens what the front door needs, but the HTTP port's socket ([`bind_http`]).
+pub(super) fn admit(config: &Config) -> Result<Admitted, StartError> {
+    // An ACL file that does not parse stops start-up, and so does an audit log that cannot be
+    // opened.
     let acl_path = (!config.access.acl_file.as_os_str().is_empty())
         .then(|| expand_home(&config.access.acl_file));
     let accounts = Arc::new(match &acl_path {
@@ -87,12 +130,7 @@ pub(super) fn check(config: Config, listener: std::net::TcpListener) -> Result<R
         None => Accounts::default(),
     });
     let access = Arc::new(AccessControl::new(&config.access));
-    let audit = open_audit_log(&config)?;
-    listener
-        .set_nonblocking(true)
-        .map_err(StartError::Listener)?;
-    let listener = tokio::net::TcpListener::from_std(listener).map_err(StartError::Listener)?;
-    let local_addr = listener.local_addr().map_err(StartError::Listener)?;
+    let audit = open_audit_log(config)?;
     // A certificate that cannot be used stops start-up, naming its file.
     let server_tls = match config.tls.mode {
         TlsMode::Disabled => None,
@@ -103,28 +141,25 @@ pub(super) fn check(config: Config, listener: std::net::TcpListener) -> Result<R
     } else {
         None
     };
-    let controller = controller_port::prepare(&config)?;
-    let http = match config.http.listen {
-        None => None,
-        Some(addr) => Some(bind_http(addr)?),
-    };
-    Ok(Ready {
-        config,
-        kv_source,
+    Ok(Admitted {
         acl_path,
         accounts,
         access,
         audit,
-        listener,
-        local_addr,
         server_tls,
         client_tls,
-        controller,
-        http,
+        http: None,
     })
 }
 
-fn bind_http(addr: SocketAddr) -> Result<(tokio::net::TcpListener, SocketAddr), StartError> {
+/// Binds `http.listen`, when set.
+pub(super) fn bind_http(
+    config: &Config,
+) -> Result<Option<(tokio::net::TcpListener, SocketAddr)>, StartError> {
+    config.http.listen.map(bind_http_on).transpose()
+}
+
+fn bind_http_on(addr: SocketAddr) -> Result<(tokio::net::TcpListener, SocketAddr), StartError> {
     let http_error = |source| StartError::Http { addr, source };
     let bound = std::net::TcpListener::bind(addr).map_err(http_error)?;
     bound.set_nonblocking(true).map_err(http_error)?;

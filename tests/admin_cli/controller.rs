@@ -574,6 +574,8 @@ async fn reads_and_writes_given_a_follower_reach_the_leader() {
         let mut config = controller_config(&dir);
         config.controller.peers = peers.clone();
         config.controller.self_id = me.to_owned();
+        // Each controller writes UPDATE_CONTROLLER_CONFIG to a file of its own.
+        config.controller.config_store_path = dir.join(format!("controller-{me}.properties"));
         config.controller.etcd_endpoints = etcd.endpoint();
         config.controller.etcd_prefix = format!("/rmq-test/{}", dir.display());
         config.controller.etcd_lease_ttl = Duration::from_secs(2);

@@ -34,3 +34,111 @@ pub async fn controller(server: &NameServerHandle) -> Client {
         .await
         .expect("connect to the controller")
 }
+
+/// The requests a broker in controller mode sends, for broker set `name` of `cluster`.
+pub mod requests {
+    use rmq_namesrv::protocol::controller::{ControllerBody, SyncStateSet};
+    use rmq_namesrv::protocol::{RemotingCommand, RequestCode};
+
+    pub fn next_id(cluster: &str, name: &str) -> RemotingCommand {
+        RemotingCommand::request(RequestCode::CONTROLLER_GET_NEXT_BROKER_ID)
+            .with_ext("clusterName", cluster)
+            .with_ext("brokerName", name)
+    }
+
+    pub fn apply_id(cluster: &str, name: &str, id: i64, check: &str) -> RemotingCommand {
+        RemotingCommand::request(RequestCode::CONTROLLER_APPLY_BROKER_ID)
+            .with_ext("clusterName", cluster)
+            .with_ext("brokerName", name)
+            .with_ext("appliedBrokerId", id.to_string())
+            .with_ext("registerCheckCode", check)
+    }
+
+    pub fn register(cluster: &str, name: &str, id: i64, addr: &str) -> RemotingCommand {
+        RemotingCommand::request(RequestCode::CONTROLLER_REGISTER_BROKER)
+            .with_ext("clusterName", cluster)
+            .with_ext("brokerName", name)
+            .with_ext("brokerId", id.to_string())
+            .with_ext("brokerAddress", addr)
+    }
+
+    /// A heartbeat (oneway) that keeps the broker alive for `timeout_ms`.
+    pub fn heartbeat(
+        cluster: &str,
+        name: &str,
+        id: i64,
+        addr: &str,
+        (epoch, offset): (i32, i64),
+        timeout_ms: u64,
+    ) -> RemotingCommand {
+        RemotingCommand::request(RequestCode::BROKER_HEARTBEAT)
+            .with_ext("clusterName", cluster)
+            .with_ext("brokerName", name)
+            .with_ext("brokerId", id.to_string())
+            .with_ext("brokerAddr", addr)
+            .with_ext("epoch", epoch.to_string())
+            .with_ext("maxOffset", offset.to_string())
+            .with_ext("heartbeatTimeoutMills", timeout_ms.to_string())
+    }
+
+    pub fn elect(cluster: &str, name: &str, id: i64) -> RemotingCommand {
+        RemotingCommand::request(RequestCode::CONTROLLER_ELECT_MASTER)
+            .with_ext("clusterName", cluster)
+            .with_ext("brokerName", name)
+            .with_ext("brokerId", id.to_string())
+            .with_ext("designateElect", "false")
+    }
+
+    /// The master's request to make the SyncStateSet `set` (from `epoch`).
+    pub fn alter(
+        name: &str,
+        master: i64,
+        master_epoch: i32,
+        set: &[i64],
+        epoch: i32,
+    ) -> RemotingCommand {
+        let body = SyncStateSet {
+            sync_state_set: set.iter().copied().collect(),
+            sync_state_set_epoch: epoch,
+        };
+        RemotingCommand::request(RequestCode::CONTROLLER_ALTER_SYNC_STATE_SET)
+            .with_ext("brokerName", name)
+            .with_ext("masterBrokerId", master.to_string())
+            .with_ext("masterEpoch", master_epoch.to_string())
+            .with_body(body.encode())
+    }
+}
+
+/// Gets broker `id` of set `name` registered and alive (on `conn`, heartbeats kept for
+/// `timeout_ms`), as a broker does at start.
+pub async fn join(
+    conn: &mut Client,
+    cluster: &str,
+    name: &str,
+    id: i64,
+    addr: &str,
+    timeout_ms: u64,
+) {
+    let r = conn
+        .request(requests::next_id(cluster, name))
+        .await
+        .expect("next id");
+    assert_eq!(
+        r.ext("nextBrokerId"),
+        Some(id.to_string().as_str()),
+        "{r:?}"
+    );
+    let check = format!("{addr};1700000000000");
+    let r = conn
+        .request(requests::apply_id(cluster, name, id, &check))
+        .await
+        .expect("apply id");
+    assert_eq!(r.code, 0, "{r:?}");
+    let r = conn
+        .request(requests::register(cluster, name, id, addr))
+        .await
+        .expect("register");
+    assert_eq!(r.code, 0, "{r:?}");
+    let beat = requests::heartbeat(cluster, name, id, addr, (0, 0), timeout_ms);
+    conn.oneway(beat).await.expect("heartbeat");
+}

@@ -5,6 +5,12 @@
 //!
 //! A missing `etcd` binary fails the test that asked for one, saying so: a test of failover that
 //! silently skips proves nothing. `ETCD_BIN` names another binary than the `etcd` on `PATH`.
+//!
+//! [`start_with`] serves clients over TLS (etcd's `--cert-file`/`--key-file`, and with a client
+//! CA `--client-cert-auth --trusted-ca-file`), and [`Etcd::enable_auth`] turns etcd's
+//! authentication on through its JSON gateway (`/v3/auth/...`, what `etcdctl user add`,
+//! `role grant-permission` and `auth enable` send), so no `etcdctl` is needed. Readiness is asked
+//! of the metrics port (`--listen-metrics-urls`, plain HTTP whatever the client port speaks).
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -20,14 +26,33 @@ pub struct Etcd {
     child: Child,
     dir: PathBuf,
     client_port: u16,
+    metrics_port: u16,
+    tls: bool,
     killed: bool,
+}
+
+/// How [`start_with`] starts etcd.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Clients over TLS: the server's certificate and key (PEM files).
+    pub tls: Option<(PathBuf, PathBuf)>,
+    /// With TLS: require client certificates signed by this CA (`--client-cert-auth`).
+    pub client_ca: Option<PathBuf>,
+    /// etcd's `--auth-token-ttl` (seconds an unused simple token lives; etcd's default 300).
+    pub auth_token_ttl: Option<u32>,
 }
 
 /// Starts an etcd on 127.0.0.1 and waits until it is healthy. Panics (failing the test) when
 /// `etcd` is not installed or does not become ready.
 pub fn start() -> Etcd {
+    start_with(&Options::default())
+}
+
+/// [`start`] with TLS or a token TTL.
+pub fn start_with(options: &Options) -> Etcd {
     remove_stale_dirs();
     let (client_port, peer_port) = free_ports();
+    let (metrics_port, _) = free_ports();
     let dir = std::env::temp_dir().join(format!(
         "rmq-namesrv-etcd-{}-{}",
         std::process::id(),
@@ -36,7 +61,12 @@ pub fn start() -> Etcd {
     std::fs::create_dir_all(&dir).expect("etcd test dir");
     let log = std::fs::File::create(dir.join("etcd.log")).expect("etcd log file");
     let log_err = log.try_clone().expect("etcd log file");
-    let client = format!("http://127.0.0.1:{client_port}");
+    let scheme = if options.tls.is_some() {
+        "https"
+    } else {
+        "http"
+    };
+    let client = format!("{scheme}://127.0.0.1:{client_port}");
     let peer = format!("http://127.0.0.1:{peer_port}");
     let binary = std::env::var_os("ETCD_BIN").unwrap_or_else(|| "etcd".into());
     let mut command = Command::new(&binary);
@@ -58,9 +88,27 @@ pub fn start() -> Etcd {
         .arg(format!("default={peer}"))
         .arg("--initial-cluster-state")
         .arg("new")
+        .arg("--listen-metrics-urls")
+        .arg(format!("http://127.0.0.1:{metrics_port}"))
         .stdin(Stdio::null())
         .stdout(log)
         .stderr(log_err);
+    if let Some((cert, key)) = &options.tls {
+        command
+            .arg("--cert-file")
+            .arg(cert)
+            .arg("--key-file")
+            .arg(key);
+    }
+    if let Some(ca) = &options.client_ca {
+        command
+            .arg("--client-cert-auth")
+            .arg("--trusted-ca-file")
+            .arg(ca);
+    }
+    if let Some(ttl) = options.auth_token_ttl {
+        command.arg("--auth-token-ttl").arg(ttl.to_string());
+    }
     // Hermetic: etcd reads every flag from an ETCD_* variable too.
     for (name, _) in std::env::vars_os() {
         if name.to_string_lossy().starts_with("ETCD_") {
@@ -86,6 +134,8 @@ pub fn start() -> Etcd {
         child,
         dir,
         client_port,
+        metrics_port,
+        tls: options.tls.is_some(),
         killed: false,
     };
     etcd.wait_ready();
@@ -98,9 +148,44 @@ impl Etcd {
         format!("127.0.0.1:{}", self.client_port)
     }
 
-    /// The client URL (`http://127.0.0.1:port`).
+    /// The client URL (`http://127.0.0.1:port`, `https://` with TLS).
     pub fn url(&self) -> String {
-        format!("http://{}", self.endpoint())
+        let scheme = if self.tls { "https" } else { "http" };
+        format!("{scheme}://{}", self.endpoint())
+    }
+
+    /// Turns authentication on (plain-HTTP etcd only): a `root` user (which `auth enable`
+    /// requires), and `user` with `password` and a role that may read and write every key
+    /// starting with `/`.
+    pub fn enable_auth(&self, user: &str, password: &str) {
+        assert!(!self.tls, "enable_auth speaks plain HTTP");
+        // Keys are bytes, base64 in JSON: "/" and "0" (the end of the range of "/...").
+        let steps = [
+            (
+                "user/add",
+                r#"{"name":"root","password":"root-secret"}"#.to_owned(),
+            ),
+            ("user/grant", r#"{"user":"root","role":"root"}"#.to_owned()),
+            ("role/add", r#"{"name":"rmq"}"#.to_owned()),
+            (
+                "role/grant",
+                r#"{"name":"rmq","perm":{"permType":"READWRITE","key":"Lw==","range_end":"MA=="}}"#
+                    .to_owned(),
+            ),
+            (
+                "user/add",
+                format!(r#"{{"name":"{user}","password":"{password}"}}"#),
+            ),
+            ("user/grant", format!(r#"{{"user":"{user}","role":"rmq"}}"#)),
+            ("enable", "{}".to_owned()),
+        ];
+        for (path, body) in steps {
+            let answer = post(self.client_port, &format!("/v3/auth/{path}"), &body);
+            assert!(
+                answer.starts_with("HTTP/1.1 200"),
+                "etcd /v3/auth/{path} failed:\n{answer}"
+            );
+        }
     }
 
     /// The etcd process's id.
@@ -138,7 +223,7 @@ impl Etcd {
 
     /// Whether etcd answers its health check now.
     pub fn healthy(&self) -> bool {
-        health(self.client_port)
+        health(self.metrics_port)
     }
 
     /// The end of etcd's log, for a failure message.
@@ -196,6 +281,24 @@ fn health(port: u16) -> bool {
     let _ = stream.take(64 * 1024).read_to_end(&mut answer);
     let answer = String::from_utf8_lossy(&answer);
     answer.starts_with("HTTP/1.1 200") && answer.replace(' ', "").contains("\"health\":\"true\"")
+}
+
+/// One POST over plain TCP with a JSON body: the whole answer (status line, headers, body).
+fn post(port: u16, path: &str, body: &str) -> String {
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    let mut stream =
+        TcpStream::connect_timeout(&addr, Duration::from_secs(2)).expect("connect to etcd");
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+    let _ = stream.set_write_timeout(Some(Duration::from_secs(5)));
+    let request = format!(
+        "POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).expect("send to etcd");
+    let mut answer = Vec::new();
+    let _ = stream.take(64 * 1024).read_to_end(&mut answer);
+    String::from_utf8_lossy(&answer).into_owned()
 }
 
 /// Two distinct free ports (both held while the second is found). etcd binds them itself, so

@@ -82,6 +82,17 @@ impl Keys {
     }
 }
 
+/// Where a store under `prefix` keeps what, for a copy into etcd (`etcd_migrate`): every key
+/// under the first, broker set `name`'s record at `record_key(prefix, name)` (its JSON).
+pub fn state_dir(prefix: &str) -> String {
+    Keys::new(prefix).dir
+}
+
+/// The key of broker set `name`'s record under `prefix`.
+pub fn record_key(prefix: &str, name: &str) -> String {
+    Keys::new(prefix).set(name)
+}
+
 /// The active controller as last reported to the controller (reported again only on a change).
 #[derive(Debug, Clone, Default, PartialEq)]
 struct LeaderView {
@@ -182,6 +193,14 @@ impl EtcdStore {
         });
     }
 
+    /// Tells the controller until when the lease certainly lives (`None`: lost), for
+    /// `/metrics`.
+    fn lease_until(&self, deadline: Option<Instant>) {
+        self.events.do_send(StoreEvent::Lease {
+            until: deadline.map(Instant::into_std),
+        });
+    }
+
     /// Gives up the session and opens a new one after the backoff. A leader says first that it
     /// no longer is one: the controller must stop answering as leader before anything else.
     fn start_over(&mut self, ctx: &mut Context<Self>, reason: &str) {
@@ -189,6 +208,7 @@ impl EtcdStore {
             self.set_view(LeaderView::default());
         }
         warn!(reason, retry_in = ?self.backoff, "etcd store: starting over");
+        self.lease_until(None);
         self.generation += 1;
         self.tasks.cancel(ctx);
         if let Some(session) = self.session.take() {
@@ -242,6 +262,7 @@ impl EtcdStore {
             return;
         };
         info!(lease, revision, "etcd store: session open");
+        self.lease_until(Some(deadline));
         self.stale_lease = None;
         self.session = Some(Session { client, lease });
 
@@ -355,6 +376,7 @@ impl EtcdStore {
                         // A session that lasted a renewal was a good one: the next failure
                         // starts over quickly again.
                         act.backoff = FIRST_BACKOFF;
+                        act.lease_until(Some(deadline));
                         act.keep_alive(ctx, keeper, stream, ttl, deadline)
                     }
                     Err(e) => act.start_over(ctx, &format!("lease lost: {e}")),
@@ -560,7 +582,7 @@ async fn open_session(
     stale_lease: Option<i64>,
 ) -> Result<Opened, String> {
     let limit = settings.timeout;
-    let client = connect(&settings.endpoints, limit).await?;
+    let client = connect(&settings.endpoints, &settings.security, limit).await?;
     let mut leases = client.lease_client();
     if let Some(stale) = stale_lease {
         if let Err(e) = within(limit, leases.revoke(stale)).await {

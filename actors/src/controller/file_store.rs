@@ -271,6 +271,16 @@ impl FileStore {
 }
 
 impl FileStore {
+    /// The broker sets held, by name (for the copy into etcd, `etcd_migrate`).
+    pub fn broker_sets(&self) -> impl Iterator<Item = &BrokerSet> {
+        self.sets.values().map(|(set, _)| set)
+    }
+
+    /// The snapshot's path (the journal is beside it).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
     /// What the controller must know before its first request: the state, and that this node
     /// leads. The caller sends them before anything can connect (so no early request is
     /// answered "not leader").

@@ -2,7 +2,7 @@
 //! alive, and what they last reported for elections. Local to each controller node, never
 //! stored: brokers heartbeat every controller they reach. Pure: time is passed in.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
 use rmq_protocol::custom_headers::BrokerHeartbeatHeader;
@@ -193,6 +193,29 @@ impl LiveAt<'_> {
             .entries
             .get(&key)
             .filter(|e| e.last + e.timeout >= self.now)
+    }
+}
+
+impl LiveAt<'_> {
+    /// How long ago broker `id` of set (cluster, name) last beat, and its timeout, if the table
+    /// holds it (alive or expired but not yet scanned).
+    pub fn last_beat(&self, cluster: &str, name: &str, id: i64) -> Option<(Duration, Duration)> {
+        let key = (cluster.to_owned(), name.to_owned(), id);
+        let entry = self.table.entries.get(&key)?;
+        Some((
+            self.now.saturating_duration_since(entry.last),
+            entry.timeout,
+        ))
+    }
+
+    /// The brokers alive now per (cluster, broker name): Java's `getActiveBrokersNum`.
+    pub fn active_by_set(&self) -> BTreeMap<(String, String), usize> {
+        let mut active = BTreeMap::new();
+        let alive = self.table.entries.iter();
+        for ((cluster, name, _), _) in alive.filter(|(_, e)| e.last + e.timeout >= self.now) {
+            *active.entry((cluster.clone(), name.clone())).or_insert(0) += 1;
+        }
+        active
     }
 }
 

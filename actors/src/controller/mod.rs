@@ -12,10 +12,12 @@ pub mod broker_set;
 pub mod config_update;
 mod elect;
 pub mod etcd;
+pub mod figures;
 pub mod file_store;
 pub mod heartbeats;
 pub mod liveness;
 pub mod notify;
+pub mod observe;
 pub mod replicas;
 pub mod requests;
 pub mod store;
@@ -35,13 +37,19 @@ use crate::outbound::Notify;
 use crate::response::system_error;
 use crate::route::ConnId;
 use broker_set::BrokerSet;
+use figures::{CommitFailure, ControllerFigures, ElectionWatch, Handled};
 use heartbeats::{Heartbeats, Lost};
+use observe::{ControllerSnapshot, DescribeController, Lease, Role};
 use replicas::{Decision, ReplicaTables};
 use requests::Call;
 use store::{Commit, LeaderInfo, Revision, StoreError, StoreEvent};
 
 /// How long a change may wait for the store before the request is answered SYSTEM_ERROR.
 const COMMIT_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// What a [`Commit`] sent with [`COMMIT_TIMEOUT`] comes back as.
+type CommitOutcome =
+    Result<Result<Result<Revision, StoreError>, MailboxError>, tokio::time::error::Elapsed>;
 
 /// How the controller is configured (Java's `ControllerConfig` keys, docs/controller.md).
 #[derive(Debug, Clone, PartialEq)]
@@ -102,6 +110,15 @@ pub struct ControllerRequest {
     pub conn: ConnId,
 }
 
+/// A controller request answered at once by the connection, its frame refused (`answer`: the
+/// answer's code), counted as Java counts it (`figures::Handled::of_refused`).
+#[derive(Debug, Clone, Copy, Message)]
+#[rtype(result = "()")]
+pub struct ControllerRequestUnread {
+    pub code: rmq_protocol::RequestCode,
+    pub answer: ResponseCode,
+}
+
 /// The state of leadership as this node sees it.
 #[derive(Debug, Clone, Default)]
 struct Leadership {
@@ -127,6 +144,10 @@ pub struct Controller {
     /// The server is stopping: no longer the leader, so that closing the brokers' connections
     /// does not read as every master lost (Java shuts its controller down first, too).
     stopping: bool,
+    /// What `/metrics` shows of the controller ([`figures`]).
+    figures: ControllerFigures,
+    /// The etcd lease, as the store last reported it.
+    lease: Lease,
 }
 
 impl Controller {
@@ -145,6 +166,20 @@ impl Controller {
             connections: HashMap::new(),
             notifier,
             stopping: false,
+            figures: ControllerFigures::default(),
+            lease: Lease::default(),
+        }
+    }
+
+    /// This node's role, with Java's values (`observe::Role`).
+    fn role(&self) -> Role {
+        match &self.leadership {
+            _ if self.stopping => Role::Unknown,
+            _ if self.serving() => Role::Leader,
+            Leadership { is_self: true, .. } | Leadership { leader: None, .. } => Role::Candidate,
+            Leadership {
+                leader: Some(_), ..
+            } => Role::Follower,
         }
     }
 
@@ -290,11 +325,12 @@ impl Controller {
         }
     }
 
-    /// Commits `decision`'s change (if any), applies it, announces an election, and answers.
+    /// Commits `decision`'s change (if any), applies it, announces an election, and answers
+    /// with how the request was handled (`figures::Handled`).
     fn carry_out(
         &mut self,
         decision: Decision,
-    ) -> impl ActorFuture<Self, Output = RemotingCommand> + 'static {
+    ) -> impl ActorFuture<Self, Output = (RemotingCommand, Handled)> + 'static {
         let Decision {
             response,
             change,
@@ -308,6 +344,7 @@ impl Controller {
             });
             tokio::time::timeout(COMMIT_TIMEOUT, send)
         });
+        let sent = Instant::now();
         async move {
             match commit {
                 Some(commit) => Some(commit.await),
@@ -317,36 +354,75 @@ impl Controller {
         .into_actor(self)
         .map(move |outcome, act, _| {
             let Some(change) = change else {
-                return response;
+                return (response, Handled::Success);
             };
             let committed = match outcome {
                 Some(Ok(Ok(Ok(revision)))) => revision,
-                Some(Ok(Ok(Err(StoreError::NotLeader)))) => return Self::not_leader(),
-                Some(Ok(Ok(Err(e)))) => {
-                    warn!(set = %change.name, error = %e, "controller change not committed");
-                    return system_error(format!("controller change not committed: {e}"));
-                }
-                Some(Ok(Err(e))) => {
-                    return system_error(format!("controller store unreachable: {e}"))
-                }
-                Some(Err(_)) | None => {
-                    return system_error(format!(
-                        "controller store did not answer within {COMMIT_TIMEOUT:?}"
-                    ))
+                other => {
+                    let (failure, answer) = Self::not_committed(&change.name, other);
+                    act.figures.commit(Err(failure), sent.elapsed());
+                    return answer;
                 }
             };
+            act.figures.commit(Ok(()), sent.elapsed());
             act.apply(&change.name, change.record, committed);
             if let Some(elected) = elected {
                 info!(broker = %change.name, master = ?elected.header.master_broker_id,
                     epoch = ?elected.header.master_epoch, "new master elected");
                 act.announce(elected);
             }
-            response
+            (response, Handled::Success)
         })
     }
 
+    /// A commit that did not happen: why (for the figures) and the answer. A deposed leader
+    /// answers CONTROLLER_NOT_LEADER (a success for Java's processor); the store's failure is
+    /// `failed`, its silence `timeout`.
+    fn not_committed(
+        set: &str,
+        outcome: Option<CommitOutcome>,
+    ) -> (CommitFailure, (RemotingCommand, Handled)) {
+        match outcome {
+            Some(Ok(Ok(Err(StoreError::NotLeader)))) => (
+                CommitFailure::NotLeader,
+                (Self::not_leader(), Handled::Success),
+            ),
+            Some(Ok(Ok(Err(e)))) => {
+                warn!(set = %set, error = %e, "controller change not committed");
+                let failure = match e {
+                    StoreError::Conflict { .. } => CommitFailure::Conflict,
+                    _ => CommitFailure::Unavailable,
+                };
+                let answer = system_error(format!("controller change not committed: {e}"));
+                (failure, (answer, Handled::Failed))
+            }
+            Some(Ok(Err(e))) => {
+                let answer = system_error(format!("controller store unreachable: {e}"));
+                (CommitFailure::Unavailable, (answer, Handled::Failed))
+            }
+            Some(Ok(Ok(Ok(_)))) | Some(Err(_)) | None => {
+                let answer = system_error(format!(
+                    "controller store did not answer within {COMMIT_TIMEOUT:?}"
+                ));
+                (CommitFailure::Timeout, (answer, Handled::Timeout))
+            }
+        }
+    }
+
     fn apply(&mut self, name: &str, record: Option<BrokerSet>, revision: Revision) {
-        self.tables.apply(name, record, revision);
+        let shrunk = match (self.tables.get(name), &record) {
+            (Some(old), Some(new)) => old
+                .sync_state_set
+                .iter()
+                .any(|id| !new.sync_state_set.contains(id))
+                .then(|| (new.cluster.clone(), name.to_owned())),
+            _ => None,
+        };
+        if self.tables.apply(name, record, revision) {
+            if let Some(set) = shrunk {
+                self.figures.sync_state_set_shrunk(set);
+            }
+        }
         self.applied = self.applied.max(revision);
     }
 
@@ -394,19 +470,24 @@ impl Controller {
             self.settings.elect_unclean,
             &self.heartbeats.at(live_now),
         );
-        let fut = self.carry_out(decision).map(move |response, _, ctx| {
-            let code = response.response_code();
-            if code != ResponseCode::SUCCESS && code != ResponseCode::CONTROLLER_MASTER_STILL_EXIST
-            {
-                warn!(broker = %name, code = %code, remark = ?response.remark,
+        let watch = ElectionWatch::of(self.tables.get(&name), &name, "", &decision);
+        let fut = self
+            .carry_out(decision)
+            .map(move |(response, _), act, ctx| {
+                let code = response.response_code();
+                act.figures.election(&watch, code);
+                if code != ResponseCode::SUCCESS
+                    && code != ResponseCode::CONTROLLER_MASTER_STILL_EXIST
+                {
+                    warn!(broker = %name, code = %code, remark = ?response.remark,
                     "controller: election after a lost master failed");
-                if tries > 1 {
-                    ctx.run_later(Duration::from_secs(1), move |act, ctx| {
-                        act.elect_after_loss(name, tries - 1, ctx)
-                    });
+                    if tries > 1 {
+                        ctx.run_later(Duration::from_secs(1), move |act, ctx| {
+                            act.elect_after_loss(name, tries - 1, ctx)
+                        });
+                    }
                 }
-            }
-        });
+            });
         ctx.wait(fut);
     }
 
@@ -452,14 +533,80 @@ impl Actor for Controller {
 impl Handler<ControllerRequest> for Controller {
     type Result = AtomicResponse<Self, RemotingCommand>;
 
+    /// Counted as Java's processor counts: by request type and how it was handled, timed from
+    /// here to the answer; an election also by its result.
     fn handle(&mut self, msg: ControllerRequest, _: &mut Context<Self>) -> Self::Result {
+        let started = Instant::now();
+        let request_type = figures::request_type(msg.call.code());
         if let Call::UpdateConfig(body) = &msg.call {
-            return AtomicResponse::new(self.update_config(body));
+            // Answered once the config store file is written (Java's processor counts it
+            // answered, whatever the write did).
+            let updating = self.update_config(body).map(move |answer, act, _| {
+                if let Some(kind) = request_type {
+                    act.figures
+                        .request(kind, Handled::Success, started.elapsed());
+                }
+                answer
+            });
+            return AtomicResponse::new(Box::pin(updating));
         }
-        match self.decide(msg.call, msg.conn) {
-            Err(answer) => AtomicResponse::new(Box::pin(fut::ready(answer))),
-            Ok(decision) => AtomicResponse::new(Box::pin(self.carry_out(decision))),
+        let elects = match &msg.call {
+            Call::ElectMaster(h) => Some((h.broker_name.clone(), h.cluster_name.clone())),
+            _ => None,
+        };
+        let decision = match self.decide(msg.call, msg.conn) {
+            Err(answer) => {
+                if let Some(kind) = request_type {
+                    self.figures
+                        .request(kind, Handled::Success, started.elapsed());
+                }
+                return AtomicResponse::new(Box::pin(fut::ready(answer)));
+            }
+            Ok(decision) => decision,
+        };
+        let watch = elects.map(|(name, cluster)| {
+            ElectionWatch::of(self.tables.get(&name), &name, &cluster, &decision)
+        });
+        let answer = self.carry_out(decision).map(move |(answer, how), act, _| {
+            if let Some(kind) = request_type {
+                act.figures.request(kind, how, started.elapsed());
+            }
+            if let Some(watch) = &watch {
+                act.figures.election(watch, answer.response_code());
+            }
+            answer
+        });
+        AtomicResponse::new(Box::pin(answer))
+    }
+}
+
+impl Handler<ControllerRequestUnread> for Controller {
+    type Result = ();
+
+    fn handle(&mut self, msg: ControllerRequestUnread, _: &mut Context<Self>) {
+        if let Some(kind) = figures::request_type(msg.code) {
+            let how = Handled::of_refused(msg.answer);
+            self.figures.request(kind, how, Duration::ZERO);
         }
+    }
+}
+
+impl Handler<DescribeController> for Controller {
+    type Result = MessageResult<DescribeController>;
+
+    fn handle(&mut self, _: DescribeController, _: &mut Context<Self>) -> Self::Result {
+        let now = Instant::now();
+        let live = self.heartbeats.at(now);
+        MessageResult(ControllerSnapshot {
+            group: self.settings.group.clone(),
+            me: self.settings.me(),
+            role: self.role(),
+            leader: self.leadership.leader.clone(),
+            sets: observe::sets(&self.tables, &live),
+            active_brokers: live.active_by_set().into_iter().collect(),
+            lease_remaining: self.lease.remaining(now),
+            figures: self.figures.clone(),
+        })
     }
 }
 
@@ -491,6 +638,7 @@ impl Handler<StoreEvent> for Controller {
                     info!(leader = ?leader.as_ref().map(|l| &l.id), is_self,
                         "controller leadership changed");
                 }
+                self.figures.leader_seen(leader.as_ref());
                 // A store reports every change below the revision it won at before it reports
                 // the win (store.rs): the view is as new as that revision now.
                 if is_self {
@@ -501,6 +649,9 @@ impl Handler<StoreEvent> for Controller {
                     is_self,
                     caught_up,
                 };
+            }
+            StoreEvent::Lease { until } => {
+                self.lease = until.map_or(Lease::Lost, Lease::Until);
             }
         }
     }

@@ -51,6 +51,24 @@ impl Call {
         )
     }
 
+    /// Its request code.
+    pub fn code(&self) -> RequestCode {
+        match self {
+            Call::Heartbeat(_) => RequestCode::BROKER_HEARTBEAT,
+            Call::AlterSyncStateSet(..) => RequestCode::CONTROLLER_ALTER_SYNC_STATE_SET,
+            Call::ElectMaster(_) => RequestCode::CONTROLLER_ELECT_MASTER,
+            Call::RegisterBroker(_) => RequestCode::CONTROLLER_REGISTER_BROKER,
+            Call::ReplicaInfo(_) => RequestCode::CONTROLLER_GET_REPLICA_INFO,
+            Call::Metadata => RequestCode::CONTROLLER_GET_METADATA_INFO,
+            Call::SyncStateData(_) => RequestCode::CONTROLLER_GET_SYNC_STATE_DATA,
+            Call::UpdateConfig(_) => RequestCode::UPDATE_CONTROLLER_CONFIG,
+            Call::GetConfig => RequestCode::GET_CONTROLLER_CONFIG,
+            Call::CleanBrokerData(_) => RequestCode::CLEAN_BROKER_DATA,
+            Call::NextBrokerId(_) => RequestCode::CONTROLLER_GET_NEXT_BROKER_ID,
+            Call::ApplyBrokerId(_) => RequestCode::CONTROLLER_APPLY_BROKER_ID,
+        }
+    }
+
     /// Whether it can change the replicated state.
     pub fn writes(&self) -> bool {
         matches!(

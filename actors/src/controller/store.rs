@@ -74,4 +74,7 @@ pub enum StoreEvent {
         is_self: bool,
         caught_up: Revision,
     },
+    /// The etcd store's lease is certainly alive until `until` (renewed), or lost (`None`).
+    /// For `/metrics` only; the file store has no lease and never sends it.
+    Lease { until: Option<std::time::Instant> },
 }

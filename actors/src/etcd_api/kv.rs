@@ -6,7 +6,7 @@ use super::pb::etcdserverpb::{
     request_op::Request as Op,
     DeleteRangeRequest, PutRequest, RangeRequest, RequestOp, TxnRequest,
 };
-use super::{Channel, Error, RangeEnd};
+use super::{renewed, Auth, Channel, Error, RangeEnd};
 
 pub use super::pb::etcdserverpb::compare::CompareResult as CompareOp;
 pub use super::pb::etcdserverpb::{
@@ -14,18 +14,19 @@ pub use super::pb::etcdserverpb::{
 };
 pub use super::pb::mvccpb::KeyValue;
 
-/// Requests to the KV service; cloning it shares its channel.
+/// Requests to the KV service; cloning it shares its channel (and its token, when etcd asks for
+/// one: a request refused for an expired token is sent again once with a new one).
 #[derive(Clone)]
-pub struct KvClient(PbKvClient<Channel>);
+pub struct KvClient(PbKvClient<Channel>, Option<Auth>);
 
 impl KvClient {
-    pub(super) fn new(channel: Channel) -> Self {
-        KvClient(PbKvClient::new(channel))
+    pub(super) fn new(channel: Channel, auth: Option<Auth>) -> Self {
+        KvClient(PbKvClient::new(channel), auth)
     }
 
     /// Answers of up to `limit` bytes are read (the default is 4 MiB).
     pub fn max_decoding_message_size(self, limit: usize) -> Self {
-        KvClient(self.0.max_decoding_message_size(limit))
+        KvClient(self.0.max_decoding_message_size(limit), self.1)
     }
 
     /// The key `key`, or the keys the options say.
@@ -35,7 +36,11 @@ impl KvClient {
         options: Option<GetOptions>,
     ) -> Result<GetResponse, Error> {
         let request = options.unwrap_or_default().request(key.into());
-        Ok(self.0.range(request).await?.into_inner())
+        let answer = match self.0.range(request.clone()).await {
+            Err(status) if renewed(&mut self.1, &status).await? => self.0.range(request).await,
+            answer => answer,
+        };
+        Ok(answer?.into_inner())
     }
 
     pub async fn put(
@@ -47,11 +52,19 @@ impl KvClient {
         let request = options
             .unwrap_or_default()
             .request(key.into(), value.into());
-        Ok(self.0.put(request).await?.into_inner())
+        let answer = match self.0.put(request.clone()).await {
+            Err(status) if renewed(&mut self.1, &status).await? => self.0.put(request).await,
+            answer => answer,
+        };
+        Ok(answer?.into_inner())
     }
 
     pub async fn txn(&mut self, txn: Txn) -> Result<TxnResponse, Error> {
-        Ok(self.0.txn(txn.0).await?.into_inner())
+        let answer = match self.0.txn(txn.0.clone()).await {
+            Err(status) if renewed(&mut self.1, &status).await? => self.0.txn(txn.0).await,
+            answer => answer,
+        };
+        Ok(answer?.into_inner())
     }
 }
 
@@ -141,6 +154,17 @@ impl Compare {
             target: target as i32,
             key: key.into(),
             target_union: Some(value),
+            range_end: Vec::new(),
+        }
+    }
+
+    /// No key starts with `prefix` (every key in its range has version 0: there is none).
+    pub fn none_under(prefix: impl Into<Vec<u8>>) -> Self {
+        let prefix = prefix.into();
+        let (key, range_end) = RangeEnd::Prefix.of(prefix);
+        Compare {
+            range_end,
+            ..Self::version(key, CompareOp::Equal, 0)
         }
     }
 

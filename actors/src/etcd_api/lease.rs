@@ -8,31 +8,45 @@ use super::pb::etcdserverpb::{
     lease_client::LeaseClient as PbLeaseClient, LeaseGrantRequest, LeaseKeepAliveRequest,
     LeaseRevokeRequest,
 };
-use super::{Channel, Error};
+use super::{renewed, Auth, Channel, Error};
 
 pub use super::pb::etcdserverpb::{LeaseGrantResponse, LeaseKeepAliveResponse};
 
 /// Renewals queued before [`LeaseKeeper::keep_alive`] waits for room.
 const QUEUED: usize = 100;
 
-/// Requests to the Lease service; cloning it shares its channel.
+/// Requests to the Lease service; cloning it shares its channel (and token, as [`KvClient`]'s).
+///
+/// [`KvClient`]: super::KvClient
 #[derive(Clone)]
-pub struct LeaseClient(PbLeaseClient<Channel>);
+pub struct LeaseClient(PbLeaseClient<Channel>, Option<Auth>);
 
 impl LeaseClient {
-    pub(super) fn new(channel: Channel) -> Self {
-        LeaseClient(PbLeaseClient::new(channel))
+    pub(super) fn new(channel: Channel, auth: Option<Auth>) -> Self {
+        LeaseClient(PbLeaseClient::new(channel), auth)
     }
 
     /// A new lease of `ttl` seconds.
     pub async fn grant(&mut self, ttl: i64) -> Result<LeaseGrantResponse, Error> {
         let request = LeaseGrantRequest { ttl };
-        Ok(self.0.lease_grant(request).await?.into_inner())
+        let answer = match self.0.lease_grant(request).await {
+            Err(status) if renewed(&mut self.1, &status).await? => {
+                self.0.lease_grant(request).await
+            }
+            answer => answer,
+        };
+        Ok(answer?.into_inner())
     }
 
     /// Ends lease `id` now, removing the keys attached to it.
     pub async fn revoke(&mut self, id: i64) -> Result<(), Error> {
-        self.0.lease_revoke(LeaseRevokeRequest { id }).await?;
+        let request = LeaseRevokeRequest { id };
+        if let Err(status) = self.0.lease_revoke(request).await {
+            if !renewed(&mut self.1, &status).await? {
+                return Err(status.into());
+            }
+            self.0.lease_revoke(request).await?;
+        }
         Ok(())
     }
 

@@ -30,6 +30,27 @@ fn endpoints_without_a_scheme_are_plain_http() {
     ));
 }
 
+#[test]
+fn with_a_ca_endpoints_are_tls_and_plain_http_is_refused() {
+    // Any PEM text will do for building the endpoint; it is parsed when a connection is made.
+    let options = ConnectOptions::new().with_security(Security {
+        ca_pem: Some(b"-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n".to_vec()),
+        ..Security::default()
+    });
+    let bare = endpoint("127.0.0.1:2379", &options).unwrap();
+    assert_eq!(bare.uri().to_string(), "https://127.0.0.1:2379/");
+    let given = endpoint("https://etcd-1:2379", &options).unwrap();
+    assert_eq!(given.uri().to_string(), "https://etcd-1:2379/");
+    assert!(matches!(
+        endpoint("http://etcd-1:2379", &options),
+        Err(Error::InvalidArgs(_))
+    ));
+    assert!(matches!(
+        endpoint("unix://etcd", &ConnectOptions::new()),
+        Err(Error::InvalidArgs(_))
+    ));
+}
+
 fn hex(text: &str) -> Vec<u8> {
     (0..text.len())
         .step_by(2)
@@ -132,5 +153,23 @@ fn answers_decode_skipping_the_fields_left_out() {
     assert_eq!(
         (ranged.kvs()[0].key(), ranged.kvs()[0].value()),
         (&b"a"[..], &b"b"[..])
+    );
+}
+
+/// authenticate { name: "u" password: "p" }; compare { key: "/a/" range_end: "/a0" } (field
+/// 64: tag 0x82 0x04), as etcd's rpc.proto numbers them.
+#[test]
+fn auth_and_range_compares_encode_with_etcds_numbers() {
+    let auth = super::pb::etcdserverpb::AuthenticateRequest {
+        name: "u".into(),
+        password: "p".into(),
+    };
+    assert_eq!(auth.encode_to_vec(), hex("0a0175120170"));
+    let compare = Compare::none_under("/a/");
+    // result EQUAL (0) and target VERSION (0) are defaults, left out; version 0 is set in the
+    // oneof, so it is sent (field 4, 0).
+    assert_eq!(
+        compare.encode_to_vec(),
+        hex("1a032f612f2000820403 2f6130".replace(' ', "").as_str())
     );
 }

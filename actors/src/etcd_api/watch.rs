@@ -16,7 +16,9 @@ pub use super::pb::mvccpb::Event;
 /// Requests queued on a watch's stream before a sender waits for room.
 const QUEUED: usize = 100;
 
-/// Opens watches; cloning it shares its channel.
+/// Opens watches; cloning it shares its channel. (etcd checks the token when a watch is
+/// created: a refused one is cancelled, which the caller handles as any cancelled watch, by
+/// starting over with a new client and token.)
 #[derive(Clone)]
 pub struct WatchClient(PbWatchClient<Channel>);
 

@@ -39,7 +39,7 @@ use tracing::{debug, info, warn};
 use super::{Backend, Change, KvStore};
 use crate::contain::contain_unit;
 use crate::etcd_api::{
-    Client, Compare, CompareOp, GetOptions, Txn, TxnOp, WatchOptions, WatchRequestSender,
+    Client, Compare, CompareOp, GetOptions, Security, Txn, TxnOp, WatchOptions, WatchRequestSender,
     WatchResponse, WatchResponseStream,
 };
 use crate::etcd_call::{connect, within, EtcdFailure, FIRST_BACKOFF, MAX_BACKOFF};
@@ -109,6 +109,8 @@ impl Tasks {
 /// The etcd backend's state in the KV store actor.
 pub(super) struct EtcdSync {
     endpoints: Vec<String>,
+    /// TLS and user; never logged.
+    security: Security,
     keys: Keys,
     view: View,
     /// Bumped on every start over: a future of an older session finds it changed and does
@@ -120,9 +122,10 @@ pub(super) struct EtcdSync {
 }
 
 impl EtcdSync {
-    pub(super) fn new(endpoints: Vec<String>, prefix: &str) -> Self {
+    pub(super) fn new(endpoints: Vec<String>, prefix: &str, security: Security) -> Self {
         EtcdSync {
             endpoints,
+            security,
             keys: Keys::new(prefix),
             view: View::default(),
             generation: 0,
@@ -217,7 +220,11 @@ impl KvStore {
             return;
         };
         let generation = sync.generation;
-        let opening = open_session(sync.endpoints.clone(), sync.keys.clone());
+        let opening = open_session(
+            sync.endpoints.clone(),
+            sync.security.clone(),
+            sync.keys.clone(),
+        );
         let open = ctx.spawn(opening.into_actor(self).map(move |opened, act, ctx| {
             if act.etcd_generation() != Some(generation) {
                 return;
@@ -514,8 +521,12 @@ impl KvStore {
 }
 
 /// Connects and reads everything under the prefix, page by page at one revision.
-async fn open_session(endpoints: Vec<String>, keys: Keys) -> Result<Opened, String> {
-    let client = connect(&endpoints, TIMEOUT).await?;
+async fn open_session(
+    endpoints: Vec<String>,
+    security: Security,
+    keys: Keys,
+) -> Result<Opened, String> {
+    let client = connect(&endpoints, &security, TIMEOUT).await?;
     let mut kv = client.kv_client().max_decoding_message_size(MAX_MESSAGE);
     let end = keys.end();
     let mut from = keys.dir.clone().into_bytes();
@@ -558,6 +569,21 @@ async fn open_session(endpoints: Vec<String>, keys: Keys) -> Result<Opened, Stri
         cluster,
         read,
     })
+}
+
+/// The etcd keys and values that hold `tables` under `prefix`, as the backend writes them: each
+/// namespace's marker (empty) and each value; plus the range every key is in (`prefix/`), for
+/// a copy into etcd (`etcd_migrate`).
+pub fn etcd_layout(prefix: &str, tables: &super::KvTables) -> (String, Vec<(String, Vec<u8>)>) {
+    let keys = Keys::new(prefix);
+    let mut writes = Vec::new();
+    for (namespace, entries) in tables.namespaces() {
+        writes.push((keys.namespace(namespace), Vec::new()));
+        for (key, value) in entries {
+            writes.push((keys.value(namespace, key), value.clone().into_bytes()));
+        }
+    }
+    (keys.dir, writes)
 }
 
 /// What became of a change that failed so: refused, or perhaps applied after all.

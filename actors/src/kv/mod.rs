@@ -14,6 +14,8 @@
 mod etcd;
 mod file;
 
+pub use etcd::etcd_layout;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -223,6 +225,11 @@ impl KvTables {
         self.table.get(namespace)
     }
 
+    /// Every namespace (empty ones too) with its entries, in order.
+    pub fn namespaces(&self) -> impl Iterator<Item = (&str, &BTreeMap<String, String>)> {
+        self.table.iter().map(|(ns, kv)| (ns.as_str(), kv))
+    }
+
     /// Creates the namespace if it is missing.
     fn ensure_namespace(&mut self, namespace: &str) {
         if !self.table.contains_key(namespace) {
@@ -252,10 +259,12 @@ fn entry_bytes(key: &str, value: &str) -> usize {
 pub enum KvSource {
     /// The file at `path` (home expanded), as loaded.
     File { path: PathBuf, tables: KvTables },
-    /// etcd's client endpoints and the key prefix; nothing is read before the store starts.
+    /// etcd's client endpoints, the key prefix and how to reach etcd (TLS, user: the `[etcd]`
+    /// section, see [`KvSource::with_etcd_security`]); nothing is read before the store starts.
     Etcd {
         endpoints: Vec<String>,
         prefix: String,
+        security: crate::etcd_api::Security,
     },
 }
 
@@ -272,7 +281,23 @@ impl KvSource {
             KvBackend::Etcd => Ok(Self::Etcd {
                 endpoints: settings.etcd_endpoint_list(),
                 prefix: settings.etcd_prefix.clone(),
+                security: crate::etcd_api::Security::default(),
             }),
+        }
+    }
+
+    /// With the etcd backend, reaches etcd with `security` (read from the `[etcd]` section at
+    /// start); the file backend is unchanged.
+    pub fn with_etcd_security(self, with: crate::etcd_api::Security) -> Self {
+        match self {
+            Self::Etcd {
+                endpoints, prefix, ..
+            } => Self::Etcd {
+                endpoints,
+                prefix,
+                security: with,
+            },
+            file => file,
         }
     }
 }
@@ -307,9 +332,13 @@ impl KvStore {
     ) -> Self {
         let (tables, backend) = match source {
             KvSource::File { path, tables } => (tables, Backend::File(file::FileSync::new(path))),
-            KvSource::Etcd { endpoints, prefix } => (
+            KvSource::Etcd {
+                endpoints,
+                prefix,
+                security,
+            } => (
                 KvTables::default(),
-                Backend::Etcd(Box::new(etcd::EtcdSync::new(endpoints, &prefix))),
+                Backend::Etcd(Box::new(etcd::EtcdSync::new(endpoints, &prefix, security))),
             ),
         };
         Self {

@@ -61,6 +61,8 @@ impl Family {
 pub enum Value {
     /// A counter's or gauge's value.
     Number(u64),
+    /// A gauge's value that is not a whole number (seconds left).
+    Real(f64),
     /// Per bucket (upper bound, requests in it; not cumulative, the last bound +Inf), the sum
     /// in seconds and the count.
     Histogram {

@@ -10,8 +10,9 @@ use prometheus_client::metrics::MetricType;
 use rmq_actors::access::{AccessClass, Refusal};
 use rmq_actors::metrics::{Every, Family, Kind, Sample, Value};
 
+use super::controller;
 use super::figures::Scrape;
-use super::owners::{BUILD_INFO, OWNED};
+use super::owners::{BUILD_INFO, NAMESRV_ONLY, OWNED};
 
 /// One scrape as a prometheus-client collector.
 #[derive(Debug)]
@@ -29,7 +30,16 @@ impl Collector for Collected {
             write(&mut encoder, &family, samples)?;
         }
         for owned in &OWNED {
+            if !scrape.namesrv && NAMESRV_ONLY.contains(&owned.family.name) {
+                continue;
+            }
             write(&mut encoder, &owned.family, (owned.samples)(scrape))?;
+        }
+        // The controller's families only when it runs (a NameServer without one shows none).
+        if let Some(controller) = &scrape.controller {
+            for owned in &controller::FAMILIES {
+                write(&mut encoder, &owned.family, (owned.samples)(controller))?;
+            }
         }
         Ok(())
     }
@@ -52,6 +62,7 @@ fn write(encoder: &mut DescriptorEncoder, family: &Family, samples: Vec<Sample>)
                 metric.encode_counter::<NoLabelSet, _, u64>(&n, None)?;
             }
             Value::Number(n) => metric.encode_gauge(&i64::try_from(n).unwrap_or(i64::MAX))?,
+            Value::Real(x) => metric.encode_gauge(&x)?,
             Value::Histogram {
                 buckets,
                 sum,
@@ -110,7 +121,10 @@ mod tests {
 
     #[test]
     fn every_family_is_written_once_with_its_zeros() {
-        let mut scrape = Scrape::default();
+        let mut scrape = Scrape {
+            namesrv: true,
+            ..Scrape::default()
+        };
         scrape.workers.access_refusals.add(["read", "no_signature"]);
         scrape.workers.access_refusals.add(["read", "no_signature"]);
         let text = exposition(scrape);
@@ -121,6 +135,12 @@ mod tests {
         assert_eq!(unique.len(), types.len(), "a family written twice");
         let worker_families = WorkerSnapshot::default().families().len();
         assert_eq!(types.len(), 1 + worker_families + OWNED.len());
+        // A standalone controller's scrape: no NameServer family.
+        let alone = exposition(Scrape::default());
+        let types = alone.lines().filter(|l| l.starts_with("# TYPE")).count();
+        let shown = OWNED.len() - NAMESRV_ONLY.len();
+        assert_eq!(types, 1 + worker_families + shown);
+        assert!(!alone.contains("rmq_namesrv_topics "));
 
         let access: Vec<_> = text
             .lines()

@@ -198,6 +198,23 @@ pub(super) const OWNED: [Owned; 18] = [
     ),
 ];
 
+/// The families only a NameServer has (its registry, KV store and port's housekeeping): a
+/// standalone controller's scrape leaves them out.
+pub(super) const NAMESRV_ONLY: &[&str] = &[
+    "registrations",
+    "broker_expiries",
+    "broker_channel_close_removals",
+    "live_brokers",
+    "brokers_unconfirmed",
+    "broker_groups",
+    "clusters",
+    "topics",
+    "connections_open",
+    "kv_entries",
+    "kv_save_failures",
+    "go_away",
+];
+
 fn sample<const N: usize>(labels: [&str; N], n: u64) -> Sample {
     Sample::number(labels.iter().map(|l| (*l).to_owned()).collect(), n)
 }

@@ -4,6 +4,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::etcd_api::Security;
+
 /// The default key prefix: one etcd cluster may serve several NameServer clusters, each under a
 /// prefix of its own.
 pub const DEFAULT_PREFIX: &str = "/rmq-namesrv/controller";
@@ -17,8 +19,8 @@ pub const MIN_LEASE_TTL: Duration = Duration::from_secs(2);
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct EtcdSettings {
-    /// etcd client addresses, `host:port` or `http://host:port` (TLS to etcd is not supported
-    /// yet).
+    /// etcd client addresses, `host:port`, `http://host:port` or `https://host:port` (TLS as
+    /// `security` says).
     pub endpoints: Vec<String>,
     /// Every key of this controller cluster lives under it.
     pub prefix: String,
@@ -30,6 +32,9 @@ pub struct EtcdSettings {
     /// The limit of each request to etcd (connect, read, transaction, lease grant).
     #[serde(with = "humantime_serde")]
     pub timeout: Duration,
+    /// TLS and user (the `[etcd]` section, files read at start); never serialized.
+    #[serde(skip)]
+    pub security: Security,
 }
 
 impl Default for EtcdSettings {
@@ -39,6 +44,7 @@ impl Default for EtcdSettings {
             prefix: DEFAULT_PREFIX.to_owned(),
             lease_ttl: Duration::from_secs(5),
             timeout: Duration::from_secs(3),
+            security: Security::default(),
         }
     }
 }
@@ -55,13 +61,13 @@ impl EtcdSettings {
             if endpoint.is_empty() || endpoint.chars().any(char::is_whitespace) {
                 return Err(format!(
                     "controller.etcd.endpoints: {endpoint:?} is not an etcd address \
-                     (host:port or http://host:port)"
+                     (host:port, http://host:port or https://host:port)"
                 ));
             }
-            if endpoint.starts_with("https://") {
+            if endpoint.starts_with("https://") && !self.security.tls() {
                 return Err(format!(
-                    "controller.etcd.endpoints: {endpoint}: TLS to etcd is not supported yet \
-                     (use host:port or http://host:port)"
+                    "controller.etcd.endpoints: {endpoint}: https:// needs the CA that signed \
+                     etcd's certificate (etcd.ca_file)"
                 ));
             }
         }
