@@ -52,7 +52,8 @@ def summary(doc):
 @scenario("fleet-java5")
 def s_fleet_java5(ctx):
     """Drift between ours and the Java NameServer 5.5.0: a 5.5.0 broker registered with Java's
-    only (broker-java-only) and one registered with both (broker-both). fleetCheck -n
+    only (broker-java-only) and one registered with both (broker-both), a KV entry
+    (ORDER_TOPIC_CONFIG fleetJavaOnly) put to Java's only. fleetCheck -n
     "ours;java" exits 1 and names broker-java-only as known to Java's only, and its queues of
     the topics both brokers register (TBW102, the cluster's topic) as on Java's only; broker-both
     is in no broker or queue finding: the two implementations agree on what both were told."""
@@ -65,9 +66,16 @@ def s_fleet_java5(ctx):
     ctx.wait_registered(java.addr, only)
     ctx.wait_registered(java.addr, both)
     ctx.wait_registered(ours.addr, both)
+    # a KV entry on Java's only (PUT_KV_CONFIG, 100; ORDER_TOPIC_CONFIG is a namespace asked)
+    reply, _ = R.remoting_call(java.addr, 100, {"namespace": "ORDER_TOPIC_CONFIG", "key": "fleetJavaOnly",
+                                                "value": "broker-java-only:4"})
+    R.check(reply.get("code") == 0, f"PUT_KV_CONFIG to Java's NameServer: {reply}", ctx.logs)
     servers = (ours, java)
     rc, doc = fleet_check(ctx, servers)
     R.check(rc == 1 and doc["ok"] is False, f"fleetCheck exit {rc}, expected 1: {json.dumps(doc)[:1500]}", ctx.logs)
+    kv = findings(doc, "kv", "fleetJavaOnly")
+    R.check(kv and presence(kv[0], servers) == {ours.label: False, java.label: True},
+            f"the KV entry on Java's only is not reported so: {json.dumps(doc['findings'])[:1500]}", ctx.logs)
     (missing,) = findings(doc, "broker", "broker broker-java-only ") or [None]
     R.check(missing is not None and presence(missing, servers) == {ours.label: False, java.label: True},
             f"broker-java-only not reported as on Java's only: {json.dumps(doc['findings'])[:1500]}", ctx.logs)
