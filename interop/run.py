@@ -2861,6 +2861,8 @@ def _register_proxy_scenarios():
     controller_standalone.register(sys.modules[__name__])
     import rolling
     rolling.register(sys.modules[__name__])
+    import big
+    big.register(sys.modules[__name__])
     # the controller's metrics against Java's (controller_metrics.py)
     import controller_metrics
     controller_metrics.register(sys.modules[__name__])

@@ -302,6 +302,21 @@ async fn query_data_version_and_crc() {
     let resp = conn.request(old.register_compressed()).await.unwrap();
     assert_eq!(resp.code, 0, "{:?}", resp.remark);
     assert_eq!(conn.request(route_request("Zipped")).await.unwrap().code, 0);
+    // A 5.x broker with compressedRegister=true: compressed, flagged `compressed=false` (Java's
+    // NameServer answers SYSTEM_ERROR "Failed to decode RegisterBrokerBody"; ours reads it).
+    let new = FakeBroker::master("broker-g", 10962, &["Zipped5", "Zipped5b"]);
+    let resp = conn
+        .request(new.register_compressed_unflagged())
+        .await
+        .unwrap();
+    assert_eq!(resp.code, 0, "{:?}", resp.remark);
+    let route = conn.request(route_request("Zipped5")).await.unwrap();
+    assert_eq!(route.code, 0);
+    assert!(
+        body_text(&route).contains("broker-g"),
+        "{}",
+        body_text(&route)
+    );
 
     // A single-topic first registration fails like Java.
     let single = FakeBroker::master("broker-f", 10971, &["Only"]);

@@ -24,13 +24,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix::prelude::*;
-use rmq_protocol::body::{RegisterBrokerBody, TopicConfigWrapper};
+use rmq_protocol::body::{is_zlib_stream, RegisterBrokerBody, TopicConfigWrapper};
 use rmq_protocol::code::version;
 use rmq_protocol::custom_headers::{ExtReader, RegisterBrokerHeader};
 use rmq_protocol::{ExtFields, RemotingCommand};
 use tracing::warn;
 
 use crate::limits::{InflationLease, Limit, Limits, Refused, ReserveInflation};
+use crate::logging::Clipped;
 use crate::messages::{RegisterBroker, RegisterBrokerReply};
 use crate::registry::RouteRegistry;
 use crate::response::read_header;
@@ -109,9 +110,11 @@ impl Registrar {
         &self,
         cmd: &RemotingCommand,
     ) -> Result<Option<InflationLease>, RegistrationError> {
+        // The flag, or the body itself (a broker that compresses may say it does not).
         let compressed = ExtReader::of(cmd)
             .get("compressed")
-            .is_some_and(|v| v.eq_ignore_ascii_case("true"));
+            .is_some_and(|v| v.eq_ignore_ascii_case("true"))
+            || is_zlib_stream(cmd.body_bytes());
         let len = cmd.body_bytes().len();
         let bytes = if compressed && len > 0 {
             len.saturating_mul(MAX_ZLIB_RATIO)
@@ -291,7 +294,13 @@ pub fn decode_registration(
                 cmd.version,
                 max_inflated_body,
             )
-            .map_err(|e| system_error(e.to_string()))?;
+            .map_err(|e| {
+                warn!(broker = %Clipped(&h.broker_name), addr = %Clipped(&h.broker_addr),
+                    cluster = %Clipped(&h.cluster_name), body_bytes = body.len(),
+                    compressed_flag = h.compressed, reason = %Clipped(&e.to_string()),
+                    "registration refused: its body cannot be read");
+                system_error(e.to_string())
+            })?;
             bounded_body(&decoded).map_err(refused)?;
             let filter_servers =
                 (cmd.version >= version::V3_0_11).then_some(decoded.filter_server_list);
@@ -432,11 +441,18 @@ mod tests {
             (1, Some("crc32 not match"))
         );
         // crc 0: unchecked.
-        assert!(decode(&register_request(json, 0, false)).is_ok());
-        // Compressed, with a wrong flag: a decode error naming the body.
+        assert!(decode(&register_request(json.clone(), 0, false)).is_ok());
+        // Compressed, flagged or not (a 5.x broker with compressedRegister=true sends
+        // compressed=false): read either way, to the same topics.
         let zipped = sample_body().encode_compressed(true);
-        assert!(decode(&register_request(zipped.clone(), 0, true)).is_ok());
-        let err = decode(&register_request(zipped, 0, false)).unwrap_err();
+        for flag in [true, false] {
+            match decode(&register_request(zipped.clone(), 0, flag)) {
+                Ok(m) => assert_eq!(m.registration.topics.summary().topic_count, 2),
+                other => panic!("compressed={flag}: {other:?}"),
+            }
+        }
+        // JSON flagged as compressed: a decode error naming the body, as in Java.
+        let err = decode(&register_request(json, 0, true)).unwrap_err();
         assert_eq!(err.code, 1);
     }
 

@@ -153,6 +153,16 @@ impl FakeBroker {
             .with_body(body)
     }
 
+    /// REGISTER_BROKER as a 5.x broker with `compressedRegister=true` sends it: the body
+    /// compressed (with the mapping section), the header's `compressed` false (its
+    /// `BrokerOuterAPI` always sets false).
+    pub fn register_compressed_unflagged(&self) -> RemotingCommand {
+        let body = self.body().encode_compressed(true);
+        RemotingCommand::request(RequestCode::REGISTER_BROKER)
+            .with_ext_fields(self.header(&body, false).to_ext())
+            .with_body(body)
+    }
+
     /// UNREGISTER_BROKER, as a broker shutting down sends it.
     pub fn unregister(&self) -> RemotingCommand {
         let header = BrokerIdentityHeader {

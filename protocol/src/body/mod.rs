@@ -24,7 +24,7 @@ pub use error::BodyError;
 pub(crate) use json::null_default;
 pub use json::to_json;
 pub use kv::{KvTable, ORDER_TOPIC_CONFIG_NAMESPACE};
-pub use register::RegisterBrokerBody;
+pub use register::{is_zlib_stream, RegisterBrokerBody};
 pub use route::{
     BrokerData, BrokerMemberGroup, ClusterInfo, GetBrokerMemberGroupResponseBody, QueueData,
     TopicList, TopicRouteData,

@@ -27,6 +27,19 @@ pub struct RegisterBrokerBody {
     pub topic_config_wrapper: TopicConfigWrapper,
 }
 
+/// Whether `bytes` begin as a zlib stream does (RFC 1950: deflate, a window of at most 32 KiB,
+/// no preset dictionary, the header's check bits right). No JSON text can: its first byte is `{`,
+/// `[` or white space, none of which names the deflate method.
+pub fn is_zlib_stream(bytes: &[u8]) -> bool {
+    let [cmf, flg, ..] = *bytes else {
+        return false;
+    };
+    cmf & 0x0F == 8
+        && cmf >> 4 <= 7
+        && flg & 0x20 == 0
+        && (u16::from(cmf) << 8 | u16::from(flg)) % 31 == 0
+}
+
 impl RegisterBrokerBody {
     /// Decodes a REGISTER_BROKER body as Java does for a request of `request_version`
     /// (docs/protocol.md#registerbrokerbody): below V3_0_11 the body is a bare topic-config
@@ -48,7 +61,9 @@ impl RegisterBrokerBody {
                 topic_config_wrapper: wrapper,
             });
         }
-        if !compressed {
+        // A 5.x broker with `compressedRegister=true` compresses the body but sends
+        // `compressed=false` (BrokerOuterAPI): the body itself says which form it is.
+        if !compressed && !is_zlib_stream(bytes) {
             return Ok(fastjson::from_slice(bytes)?);
         }
         Self::decode_compressed(bytes, request_version >= version::V5_0_0, max_inflated)

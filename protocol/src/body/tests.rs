@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::io::Read;
 
 use super::{
-    to_json, BrokerData, BrokerMemberGroup, ClusterInfo, DataVersion,
+    is_zlib_stream, to_json, BrokerData, BrokerMemberGroup, ClusterInfo, DataVersion,
     GetBrokerMemberGroupResponseBody, KvTable, QueueData, RegisterBrokerBody, TopicConfig,
     TopicList, TopicRouteData,
 };
@@ -227,6 +227,42 @@ fn compressed_golden_vector() {
         RegisterBrokerBody::decode_compressed(&again, true, 1 << 20).unwrap(),
         body
     );
+}
+
+/// What a 5.x broker with `compressedRegister=true` sends: the zlib form with `compressed=false`
+/// in the header. The body says what it is: every zlib level's header is recognised, no JSON
+/// text is taken for one, and the body decodes as the flagged one does.
+#[test]
+fn a_compressed_body_flagged_plain_is_recognised_by_its_bytes() {
+    let zlib = [0x78, 0xda, 0x63, 0x60];
+    assert!(is_zlib_stream(&zlib));
+    for level in 0..=9 {
+        let mut encoder =
+            flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::new(level));
+        std::io::Write::write_all(&mut encoder, b"{}").unwrap();
+        assert!(is_zlib_stream(&encoder.finish().unwrap()), "level {level}");
+    }
+    for json in [
+        &b"{}"[..],
+        b"[]",
+        b" {}",
+        b"\t{}",
+        b"\n{}",
+        b"\r\n{}",
+        b"",
+        b"x",
+    ] {
+        assert!(!is_zlib_stream(json), "{json:?}");
+    }
+    let mut body = RegisterBrokerBody::default();
+    body.topic_config_wrapper
+        .topic_config_table
+        .insert("T".into(), TopicConfig::new("T", 4, 6));
+    let bytes = body.encode_compressed(true);
+    let flagged = RegisterBrokerBody::decode(Some(&bytes), true, 513, 1 << 20).unwrap();
+    let unflagged = RegisterBrokerBody::decode(Some(&bytes), false, 513, 1 << 20).unwrap();
+    assert_eq!(flagged, unflagged);
+    assert_eq!(unflagged, body);
 }
 
 #[test]
