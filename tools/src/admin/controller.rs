@@ -8,11 +8,12 @@ use rmq_protocol::controller::{
     ElectMasterResponseHeader, GetMetadataResponseHeader,
 };
 use rmq_protocol::custom_headers::CommandHeader;
-use rmq_protocol::{properties, RemotingCommand, RequestCode};
-use serde_json::{json, Value};
+use rmq_protocol::{RemotingCommand, RequestCode};
+use serde_json::json;
 
 use super::ask::Ask;
 use super::format::{controller_config_block, java_text};
+use super::namesrv_config::{configs_of_each, update_config};
 use super::report::{Answer, Cause, Report};
 use super::BrokerIds;
 
@@ -154,18 +155,10 @@ pub(super) async fn clean_broker_metadata(ask: &Ask<'_>, target: &CleanTarget<'_
 
 /// `getControllerConfig -a ADDRS` (GET_CONTROLLER_CONFIG): one block per controller.
 pub(super) async fn get_controller_config(ask: &Ask<'_>) -> Report {
-    let request = RemotingCommand::request(RequestCode::GET_CONTROLLER_CONFIG);
-    ask.each(
-        request,
-        |addr, resp| {
-            let text = String::from_utf8_lossy(resp.body_bytes());
-            let config = properties::parse(&text)
-                .map_err(|e| Cause::BadResponse(format!("bad properties body: {e}")))?;
-            Ok(Answer {
-                text: controller_config_block(addr, &config),
-                json: json!(config),
-            })
-        },
+    configs_of_each(
+        ask,
+        RequestCode::GET_CONTROLLER_CONFIG,
+        controller_config_block,
         |addr| format!("get controller config of controller[{addr}]"),
     )
     .await
@@ -176,10 +169,12 @@ pub(super) async fn get_controller_config(ask: &Ask<'_>) -> Report {
 /// properties body.
 pub(super) async fn update_controller_config(ask: &Ask<'_>, key: &str, value: &str) -> Report {
     let (key, value) = (key.trim(), value.trim());
-    let body = properties::store([(key, value)]);
-    let request = RemotingCommand::request(RequestCode::UPDATE_CONTROLLER_CONFIG)
-        .with_body(body.into_bytes());
-    let what = format!("update controller config {key}={value}");
-    ask.write(&what, request, |_| Ok((String::new(), Value::Null)))
-        .await
+    update_config(
+        ask,
+        RequestCode::UPDATE_CONTROLLER_CONFIG,
+        "controller",
+        key,
+        value,
+    )
+    .await
 }
