@@ -28,19 +28,7 @@ pub(super) fn fleet_json(scrape: &Scrape, enabled: bool) -> Value {
             (k.label().to_owned(), json!(n))
         })
         .collect();
-    let findings: Vec<Value> = view
-        .findings
-        .iter()
-        .map(|f| {
-            let values: Map<String, Value> = view
-                .servers
-                .iter()
-                .zip(&f.values)
-                .map(|(addr, v)| (addr.clone(), json!(v)))
-                .collect();
-            json!({ "kind": f.kind.label(), "subject": f.subject, "values": values })
-        })
-        .collect();
+    let findings = view.findings_json();
     let at = report.at.duration_since(UNIX_EPOCH).unwrap_or_default();
     json!({
         "checked": true,

@@ -88,19 +88,7 @@ pub fn view_json(view: &FleetView) -> Value {
         .iter()
         .map(|(kind, n)| (kind.label().to_owned(), json!(n)))
         .collect();
-    let findings: Vec<Value> = view
-        .findings
-        .iter()
-        .map(|f| {
-            let values: Map<String, Value> = view
-                .servers
-                .iter()
-                .zip(&f.values)
-                .map(|(addr, v)| (addr.clone(), json!(v)))
-                .collect();
-            json!({ "kind": f.kind.label(), "subject": f.subject, "values": values })
-        })
-        .collect();
+    let findings = view.findings_json();
     json!({
         "ok": view.agrees(),
         "servers": view.servers,

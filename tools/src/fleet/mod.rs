@@ -177,6 +177,23 @@ impl FleetView {
     pub fn drift(&self) -> u64 {
         self.counts.values().sum()
     }
+
+    /// The findings as JSON, each `{"kind","subject","values":{ADDR:VALUE|null}}` (fleetCheck's
+    /// `--json` and the status page's fleet section).
+    pub fn findings_json(&self) -> Vec<serde_json::Value> {
+        self.findings
+            .iter()
+            .map(|f| {
+                let values: serde_json::Map<String, serde_json::Value> = self
+                    .servers
+                    .iter()
+                    .zip(&f.values)
+                    .map(|(addr, v)| (addr.clone(), serde_json::json!(v)))
+                    .collect();
+                serde_json::json!({ "kind": f.kind.label(), "subject": f.subject, "values": values })
+            })
+            .collect()
+    }
 }
 
 /// Asks every NameServer of `addrs` (concurrently, one connection each) and compares those
