@@ -414,19 +414,8 @@ async fn config_codes_and_the_state_survives_a_restart() {
         let r = ctl.request(elect("broker-kept", 1, false)).await.unwrap();
         assert_eq!(r.code, 0);
 
-        let r = ctl
-            .request(RemotingCommand::request(RequestCode::GET_CONTROLLER_CONFIG))
-            .await
-            .unwrap();
-        let props = properties::parse(&body_text(&r)).unwrap();
-        assert_eq!(
-            props.get("controllerDLegerSelfId").map(String::as_str),
-            Some("n0")
-        );
-        assert_eq!(
-            props.get("enableElectUncleanMaster").map(String::as_str),
-            Some("false")
-        );
+        assert_eq!(setting(&mut ctl, "controllerDLegerSelfId").await, "n0");
+        assert_eq!(setting(&mut ctl, "enableElectUncleanMaster").await, "false");
         let update = |text: &str| {
             RemotingCommand::request(RequestCode::UPDATE_CONTROLLER_CONFIG)
                 .with_body(text.as_bytes().to_vec())
@@ -444,15 +433,7 @@ async fn config_codes_and_the_state_survives_a_restart() {
             .await
             .unwrap();
         assert_eq!(r.code, 0, "{r:?}");
-        let r = ctl
-            .request(RemotingCommand::request(RequestCode::GET_CONTROLLER_CONFIG))
-            .await
-            .unwrap();
-        let props = properties::parse(&body_text(&r)).unwrap();
-        assert_eq!(
-            props.get("enableElectUncleanMaster").map(String::as_str),
-            Some("true")
-        );
+        assert_eq!(setting(&mut ctl, "enableElectUncleanMaster").await, "true");
         server.stop().await;
     }
     let server = start_server(config);
@@ -464,17 +445,19 @@ async fn config_codes_and_the_state_survives_a_restart() {
     let r = ctl.request(next_id("broker-kept")).await.unwrap();
     assert_eq!(r.ext("nextBrokerId"), Some("2"));
     // The update is kept: taken back from the config store file at start.
+    assert_eq!(setting(&mut ctl, "enableElectUncleanMaster").await, "true");
+    server.stop().await;
+    updates_are_kept_by_a_start_from_the_config_store_file(&config_store).await;
+}
+
+/// One setting as GET_CONTROLLER_CONFIG (1010) shows it (empty when absent).
+async fn setting(ctl: &mut Client, key: &str) -> String {
     let r = ctl
         .request(RemotingCommand::request(RequestCode::GET_CONTROLLER_CONFIG))
         .await
         .unwrap();
     let props = properties::parse(&body_text(&r)).unwrap();
-    assert_eq!(
-        props.get("enableElectUncleanMaster").map(String::as_str),
-        Some("true")
-    );
-    server.stop().await;
-    updates_are_kept_by_a_start_from_the_config_store_file(&config_store).await;
+    props.get(key).cloned().unwrap_or_default()
 }
 
 /// UPDATE_CONTROLLER_CONFIG wrote the whole configuration to `controller.config_store_path`, as
@@ -497,15 +480,7 @@ async fn updates_are_kept_by_a_start_from_the_config_store_file(store: &Path) {
     config.http.listen = None;
     let server = start_server(config);
     let mut ctl = controller(&server).await;
-    let r = ctl
-        .request(RemotingCommand::request(RequestCode::GET_CONTROLLER_CONFIG))
-        .await
-        .unwrap();
-    let props = properties::parse(&body_text(&r)).unwrap();
-    assert_eq!(
-        props.get("enableElectUncleanMaster").map(String::as_str),
-        Some("true")
-    );
+    assert_eq!(setting(&mut ctl, "enableElectUncleanMaster").await, "true");
     server.stop().await;
 }
 
