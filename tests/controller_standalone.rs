@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use rmq_namesrv::protocol::{RemotingCommand, RequestCode};
 use rmq_namesrv::tools::client::Client;
-use support::controller::free_port;
+use support::controller::{free_port, join_and_elect};
 use support::http::get;
 use support::{test_dir, TIMEOUT};
 
@@ -102,48 +102,6 @@ fn terminate(daemon: &mut Standalone, limit: Duration) -> std::process::ExitStat
     wait_bounded(&mut daemon.child, limit).expect("exits after SIGTERM")
 }
 
-fn request(code: RequestCode, name: &str) -> RemotingCommand {
-    RemotingCommand::request(code)
-        .with_ext("clusterName", CLUSTER)
-        .with_ext("brokerName", name)
-}
-
-/// A broker's start against the controller: next id, apply it, register, heartbeat; then
-/// an election makes it the master.
-async fn join_and_elect(ctl: &mut Client, name: &str, addr: &str) {
-    let r = ctl
-        .request(request(RequestCode::CONTROLLER_GET_NEXT_BROKER_ID, name))
-        .await
-        .unwrap();
-    assert_eq!((r.code, r.ext("nextBrokerId")), (0, Some("1")), "{r:?}");
-    let apply = request(RequestCode::CONTROLLER_APPLY_BROKER_ID, name)
-        .with_ext("appliedBrokerId", "1")
-        .with_ext("registerCheckCode", format!("{addr};1700000000000"));
-    let r = ctl.request(apply).await.unwrap();
-    assert_eq!(r.code, 0, "{r:?}");
-    let register = request(RequestCode::CONTROLLER_REGISTER_BROKER, name)
-        .with_ext("brokerId", "1")
-        .with_ext("brokerAddress", addr);
-    let r = ctl.request(register).await.unwrap();
-    assert_eq!(r.code, 0, "{r:?}");
-    let heartbeat = request(RequestCode::BROKER_HEARTBEAT, name)
-        .with_ext("brokerId", "1")
-        .with_ext("brokerAddr", addr)
-        .with_ext("epoch", "0")
-        .with_ext("maxOffset", "0")
-        .with_ext("heartbeatTimeoutMills", "10000");
-    ctl.oneway(heartbeat).await.unwrap();
-    let elect = request(RequestCode::CONTROLLER_ELECT_MASTER, name)
-        .with_ext("brokerId", "1")
-        .with_ext("designateElect", "false");
-    let r = ctl.request(elect).await.unwrap();
-    assert_eq!(
-        (r.code, r.ext("masterBrokerId"), r.ext("masterAddress")),
-        (0, Some("1"), Some(addr)),
-        "{r:?}"
-    );
-}
-
 /// What every start of the process is checked for: the controller's codes, the NameServer's
 /// refused, the HTTP port.
 async fn serves_the_controller_only(daemon: &Standalone, group: &str) {
@@ -156,7 +114,7 @@ async fn serves_the_controller_only(daemon: &Standalone, group: &str) {
         "{r:?}"
     );
     assert_eq!(r.ext("controllerLeaderAddress"), Some(daemon.addr.as_str()));
-    join_and_elect(&mut ctl, "sa-broker", "127.0.0.1:10911").await;
+    join_and_elect(&mut ctl, CLUSTER, "sa-broker", "127.0.0.1:10911").await;
 
     // The NameServer's codes: REQUEST_CODE_NOT_SUPPORTED, as Java's controller (its remoting
     // server has no processor for them).

@@ -15,9 +15,8 @@ use std::time::Duration;
 use rmq_namesrv::actors::settings::KvBackend;
 use rmq_namesrv::config::Config;
 use rmq_namesrv::protocol::{RemotingCommand, RequestCode};
-use rmq_namesrv::tools::client::Client;
 use rmq_namesrv::{NameServer, NameServerHandle};
-use support::controller::{controller, controller_config, free_port};
+use support::controller::{controller, controller_config, free_port, join_and_elect};
 use support::etcd::{Etcd, Options};
 use support::pki::{Issued, Pki};
 use support::*;
@@ -82,59 +81,6 @@ fn controller_on(dir: &Path, endpoint: &str, peers: &str, me: &str) -> Config {
     config
 }
 
-fn request(code: RequestCode, name: &str) -> RemotingCommand {
-    RemotingCommand::request(code)
-        .with_ext("clusterName", CLUSTER)
-        .with_ext("brokerName", name)
-}
-
-/// Broker `name`'s id 1 registered, alive and elected master, through the leader.
-async fn elect_first_broker(leader: &mut Client, name: &str, addr: &str) {
-    let r = leader
-        .request(request(RequestCode::CONTROLLER_GET_NEXT_BROKER_ID, name))
-        .await
-        .unwrap();
-    assert_eq!((r.code, r.ext("nextBrokerId")), (0, Some("1")), "{r:?}");
-    let r = leader
-        .request(
-            request(RequestCode::CONTROLLER_APPLY_BROKER_ID, name)
-                .with_ext("appliedBrokerId", "1")
-                .with_ext("registerCheckCode", format!("{addr};1700000000000")),
-        )
-        .await
-        .unwrap();
-    assert_eq!(r.code, 0, "{r:?}");
-    let r = leader
-        .request(
-            request(RequestCode::CONTROLLER_REGISTER_BROKER, name)
-                .with_ext("brokerId", "1")
-                .with_ext("brokerAddress", addr),
-        )
-        .await
-        .unwrap();
-    assert_eq!(r.code, 0, "{r:?}");
-    leader
-        .oneway(
-            request(RequestCode::BROKER_HEARTBEAT, name)
-                .with_ext("brokerId", "1")
-                .with_ext("brokerAddr", addr)
-                .with_ext("epoch", "0")
-                .with_ext("maxOffset", "0")
-                .with_ext("heartbeatTimeoutMills", "10000"),
-        )
-        .await
-        .unwrap();
-    let r = leader
-        .request(
-            request(RequestCode::CONTROLLER_ELECT_MASTER, name)
-                .with_ext("brokerId", "1")
-                .with_ext("designateElect", "false"),
-        )
-        .await
-        .unwrap();
-    assert_eq!(r.code, 0, "{r:?}");
-}
-
 async fn is_leader(server: &NameServerHandle) -> bool {
     let mut ctl = controller(server).await;
     let m = ctl
@@ -160,7 +106,7 @@ async fn failover(first: Config, second: Config) {
     let mut leader = controller(&first).await;
     // Past the token's life on an etcd with users: the commits below renew it.
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    elect_first_broker(&mut leader, "broker-tls", "127.0.0.1:10911").await;
+    join_and_elect(&mut leader, CLUSTER, "broker-tls", "127.0.0.1:10911").await;
     assert!(!is_leader(&second).await, "two leaders");
     first.stop().await;
     assert!(
@@ -394,4 +340,10 @@ fn the_daemon_exits_1_naming_the_key_and_never_shows_the_password() {
     assert!(out.status.success(), "{stdout}");
     assert!(stdout.contains("user = \"namesrv\""), "{stdout}");
     assert!(!stdout.contains(PASSWORD), "{stdout}");
+}
+
+fn request(code: RequestCode, name: &str) -> RemotingCommand {
+    RemotingCommand::request(code)
+        .with_ext("clusterName", CLUSTER)
+        .with_ext("brokerName", name)
 }

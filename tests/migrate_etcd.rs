@@ -13,56 +13,13 @@ use std::time::Duration;
 use rmq_namesrv::actors::settings::KvBackend;
 use rmq_namesrv::config::Config;
 use rmq_namesrv::protocol::{RemotingCommand, RequestCode};
-use rmq_namesrv::tools::client::Client;
 use rmq_namesrv::transport::Secret;
 use rmq_namesrv::NameServerHandle;
-use support::controller::{controller, controller_config};
+use support::controller::{controller, controller_config, join_and_elect};
 use support::etcd::Options;
 use support::*;
 
 const CLUSTER: &str = "migrated";
-
-fn request(code: RequestCode, name: &str) -> RemotingCommand {
-    RemotingCommand::request(code)
-        .with_ext("clusterName", CLUSTER)
-        .with_ext("brokerName", name)
-}
-
-/// Broker `name`'s id 1 registered, alive and elected master.
-async fn elect_first_broker(ctl: &mut Client, name: &str, addr: &str) {
-    let steps = [
-        request(RequestCode::CONTROLLER_GET_NEXT_BROKER_ID, name),
-        request(RequestCode::CONTROLLER_APPLY_BROKER_ID, name)
-            .with_ext("appliedBrokerId", "1")
-            .with_ext("registerCheckCode", format!("{addr};1700000000000")),
-        request(RequestCode::CONTROLLER_REGISTER_BROKER, name)
-            .with_ext("brokerId", "1")
-            .with_ext("brokerAddress", addr),
-    ];
-    for step in steps {
-        let r = ctl.request(step).await.unwrap();
-        assert_eq!(r.code, 0, "{r:?}");
-    }
-    ctl.oneway(
-        request(RequestCode::BROKER_HEARTBEAT, name)
-            .with_ext("brokerId", "1")
-            .with_ext("brokerAddr", addr)
-            .with_ext("epoch", "0")
-            .with_ext("maxOffset", "0")
-            .with_ext("heartbeatTimeoutMills", "10000"),
-    )
-    .await
-    .unwrap();
-    let r = ctl
-        .request(
-            request(RequestCode::CONTROLLER_ELECT_MASTER, name)
-                .with_ext("brokerId", "1")
-                .with_ext("designateElect", "false"),
-        )
-        .await
-        .unwrap();
-    assert_eq!(r.code, 0, "{r:?}");
-}
 
 /// The master id and epoch of broker set `name`, once the controller leads (bounded).
 async fn master_of(server: &NameServerHandle, name: &str) -> (Option<String>, Option<String>) {
@@ -121,7 +78,7 @@ async fn the_file_state_and_kv_file_move_into_etcd_once() {
     let files = controller_config(&dir.join("controller"));
     let server = start_server(files.clone());
     let mut ctl = controller(&server).await;
-    elect_first_broker(&mut ctl, "broker-m", "127.0.0.1:10911").await;
+    join_and_elect(&mut ctl, CLUSTER, "broker-m", "127.0.0.1:10911").await;
     let mut conn = connect(&server).await;
     for (ns, key, value) in [
         ("ns-a", "k1", "v1"),
@@ -208,4 +165,10 @@ fn a_configuration_without_etcd_has_nothing_to_migrate() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("nothing to migrate"), "{stderr}");
+}
+
+fn request(code: RequestCode, name: &str) -> RemotingCommand {
+    RemotingCommand::request(code)
+        .with_ext("clusterName", CLUSTER)
+        .with_ext("brokerName", name)
 }

@@ -142,3 +142,18 @@ pub async fn join(
     let beat = requests::heartbeat(cluster, name, id, addr, (0, 0), timeout_ms);
     conn.oneway(beat).await.expect("heartbeat");
 }
+
+/// Broker id 1 of set `name` joined (as [`join`], heartbeats kept for 10 s) and elected master,
+/// as a set's first broker is at its start.
+pub async fn join_and_elect(conn: &mut Client, cluster: &str, name: &str, addr: &str) {
+    join(conn, cluster, name, 1, addr, 10_000).await;
+    let r = conn
+        .request(requests::elect(cluster, name, 1))
+        .await
+        .expect("elect");
+    assert_eq!(
+        (r.code, r.ext("masterBrokerId"), r.ext("masterAddress")),
+        (0, Some("1"), Some(addr)),
+        "{r:?}"
+    );
+}
