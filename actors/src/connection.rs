@@ -227,7 +227,7 @@ impl Connection {
         let services = &self.share.services;
         if !services.access.policies.all_open() || row.audit.audited() {
             if let Err(refused) = self.authorize(row, cmd, reply_to) {
-                return Outcome::Now(refused);
+                return refused;
             }
         }
         if row.code == RequestCode::GET_ROUTEINFO_BY_TOPIC {

@@ -38,7 +38,7 @@ async fn the_limit_outlives_connections_and_threads() {
         guesses_checked += usize::from(checked(&answers[0]));
     }
     assert!(
-        (10..=11).contains(&guesses_checked),
+        guesses_checked == 10,
         "{guesses_checked} of 40 guesses checked, the limit is 10"
     );
     // The right secret is refused too while the window lasts (a guess that hit must not tell).

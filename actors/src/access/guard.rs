@@ -5,6 +5,7 @@
 //! (naming the file and the entry, never a secret), and the next change retries. Reading and
 //! parsing run on the blocking pool.
 
+use std::future::Future;
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -96,12 +97,20 @@ impl AccessGuard {
     }
 
     /// Counts a failed attempt server-wide; a source or prefix that used up its attempts is
-    /// announced to every connection thread.
-    fn count_failure(&mut self, ip: IpAddr, now: Instant) {
+    /// announced to every connection thread. Answers when every thread has applied the
+    /// announcements (already sent, whether or not it is awaited).
+    fn count_failure(&mut self, ip: IpAddr, now: Instant) -> impl Future<Output = ()> + 'static {
+        let mut applied = Vec::new();
         for block in self.failures.failed(ip, now) {
             info!(counted = ?block.counted, "failed attempts used up: signed requests refused unchecked for the rest of the window");
             for subscriber in &self.block_subscribers {
-                subscriber.do_send(SourceBlocked { block });
+                applied.push(subscriber.send(SourceBlocked { block }));
+            }
+        }
+        async move {
+            for announced in applied {
+                // A thread that is gone has no connections left to check.
+                let _ = announced.await;
             }
         }
     }
@@ -254,17 +263,21 @@ impl Handler<CheckHttp> for AccessGuard {
         );
         if let Err(refusal) = decided {
             if refusal.is_failed_attempt() {
-                self.count_failure(ip, now);
+                // Each thread applies it before its next message; the HTTP answer need not wait.
+                drop(self.count_failure(ip, now));
             }
         }
         decided
     }
 }
 
+/// Answered once the attempt is counted and any block it caused is applied on every
+/// connection thread: a guess's refusal waits for it, so that the next guess, on any
+/// connection or thread, already meets the block.
 impl Handler<AttemptFailed> for AccessGuard {
-    type Result = ();
+    type Result = ResponseFuture<()>;
 
-    fn handle(&mut self, msg: AttemptFailed, _: &mut Context<Self>) {
-        self.count_failure(msg.ip, msg.at);
+    fn handle(&mut self, msg: AttemptFailed, _: &mut Context<Self>) -> Self::Result {
+        Box::pin(self.count_failure(msg.ip, msg.at))
     }
 }

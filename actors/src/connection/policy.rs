@@ -19,12 +19,14 @@ impl Connection {
     /// thread's accounts and failed-attempt ledger; an audited request gets its draft. Only a
     /// code with a row gets here (one without is not answered), and only when a policy is not
     /// open or the row is audited (with every class open and no audit, nothing is decided).
+    /// A refusal is the answer; one for a failed attempt waits until the access guard has
+    /// counted it server-wide.
     pub(super) fn authorize(
         &mut self,
         row: &Row,
         cmd: &RemotingCommand,
         reply_to: &mut ReplyTo,
-    ) -> Result<(), RemotingCommand> {
+    ) -> Result<(), Outcome> {
         let class = row.access;
         let services = &self.share.services;
         let policy = services.access.policies.of(class);
@@ -44,12 +46,19 @@ impl Connection {
             match access::check(policy, class, &accounts, client, cmd, blocked) {
                 Ok(grant) => access_key = grant.access_key,
                 Err(refusal) => {
-                    self.access_refused(cmd, class, refusal, now);
+                    let counted = self.access_refused(cmd, class, refusal, now);
                     let response = refusal.response(class, ip);
                     if let Some(draft) = AuditDraft::of(row.audit, cmd, self.peer, None) {
                         self.share.services.audit.do_send(draft.finish(&response));
                     }
-                    return Err(response);
+                    return Err(match counted {
+                        Some(counted) => Outcome::Later(Box::pin(async move {
+                            // Refused either way; a guard that is gone counts nothing more.
+                            let _ = counted.await;
+                            Ok(response)
+                        })),
+                        None => Outcome::Now(response),
+                    });
                 }
             }
         }
@@ -63,16 +72,18 @@ impl Connection {
     }
 
     /// Counts and logs (rate-limited per source) a request access control refused; a guessed
-    /// key or secret counts toward the source's failed attempts.
+    /// key or secret counts toward the source's failed attempts, here and at the access guard,
+    /// whose answer (the attempt counted server-wide) is returned.
     fn access_refused(
         &mut self,
         cmd: &RemotingCommand,
         class: AccessClass,
         refusal: Refusal,
         now: Instant,
-    ) {
+    ) -> Option<actix::dev::RecipientRequest<access::AttemptFailed>> {
         let ip = self.peer.ip();
         let mut blocked_now = false;
+        let mut counted = None;
         if refusal.is_failed_attempt() {
             let services = &self.share.services;
             let blocks =
@@ -80,9 +91,10 @@ impl Connection {
                     l.failed(ip, now)
                 });
             blocked_now = !blocks.is_empty();
-            if let Some(guard) = &services.failed_attempts {
-                guard.do_send(access::AttemptFailed { ip, at: now });
-            }
+            counted = services
+                .failed_attempts
+                .as_ref()
+                .map(|guard| guard.send(access::AttemptFailed { ip, at: now }));
         }
         self.share
             .count(|m| m.access_refused(class.name(), refusal.name()));
@@ -96,5 +108,6 @@ impl Connection {
             detail.push_str("; failed attempts used up, signed requests refused for a while");
         }
         self.refused(Limit::Access, detail);
+        counted
     }
 }
