@@ -8,7 +8,7 @@ use super::tables::{RouteChanges, RouteTables};
 impl RouteTables {
     /// Records that the route of one topic changed (e.g. its ORDER_TOPIC_CONFIG value).
     pub fn invalidate_topic(&mut self, topic: &str) {
-        if self.topics.contains_key(topic) {
+        if self.topics.contains(topic) {
             self.changes.topic(topic);
         }
     }
@@ -21,9 +21,9 @@ impl RouteTables {
 
     /// Records that the topics a group serves changed (its addresses or flags did).
     pub(super) fn invalidate_broker_topics(&mut self, name: &BrokerName) {
-        for (topic, entry) in &self.topics {
-            if entry.queues.contains_key(name) {
-                self.changes.topic(topic.as_str());
+        for (topic, queues) in self.topics.iter() {
+            if queues.contains(name.as_str()) {
+                self.changes.topic(topic);
             }
         }
     }

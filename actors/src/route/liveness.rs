@@ -12,7 +12,8 @@ use super::ids::{
     BrokerAddr, BrokerId, BrokerInstance, BrokerName, ClusterName, ConnId, TopicName, MASTER_ID,
 };
 use super::register::TOPICS_PER_STEP;
-use super::tables::{LiveBroker, MinIdChange, RouteChanges, RouteTables, TopicEntry};
+use super::tables::{LiveBroker, MinIdChange, RouteChanges, RouteTables};
+use super::topic_map::TopicQueues;
 
 /// One broker instance to remove (UNREGISTER_BROKER, connection close, expiry).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -263,7 +264,7 @@ impl RouteTables {
                 .retain(|topic, entry| sweep.keep(topic, entry, changes, removals));
             return None;
         }
-        sweep.topics = self.topics.keys().cloned().collect();
+        sweep.topics = self.topics.names().map(TopicName::new).collect();
         Some(sweep)
     }
 
@@ -274,10 +275,10 @@ impl RouteTables {
             .saturating_add(max_topics)
             .min(sweep.topics.len());
         for topic in &sweep.topics[sweep.next..end] {
-            let Some(entry) = self.topics.get_mut(topic.as_str()) else {
+            let Some(queues) = self.topics.get_mut(topic.as_str()) else {
                 continue;
             };
-            let keep = sweep.keep(topic, entry, &mut self.changes, &mut self.queue_removals);
+            let keep = sweep.keep(topic.as_str(), queues, &mut self.changes, &mut self.queue_removals);
             if !keep {
                 self.topics.remove(topic.as_str());
             }
@@ -311,20 +312,20 @@ impl Sweep {
     /// Applies the unregistration to one topic; false when the topic has no group left.
     fn keep(
         &self,
-        topic: &TopicName,
-        entry: &mut TopicEntry,
+        topic: &str,
+        entry: &mut TopicQueues,
         changes: &mut RouteChanges,
         removals: &mut u64,
     ) -> bool {
         let mut touched = false;
         for name in &self.removed {
-            if entry.queues.remove(name).is_some() {
+            if entry.remove(name.as_str()).is_some() {
                 *removals += 1;
                 touched = true;
             }
         }
         for name in &self.reduced {
-            if let Some(queues) = entry.queues.get_mut(name) {
+            if let Some(queues) = entry.get_mut(name.as_str()) {
                 // The group's addresses changed: the route shows them.
                 touched = true;
                 if self.wipe.contains(name) {
@@ -333,9 +334,9 @@ impl Sweep {
             }
         }
         if touched {
-            changes.topic(topic.as_str());
+            changes.topic(topic);
         }
-        if entry.queues.is_empty() {
+        if entry.is_empty() {
             debug!(topic = %topic, "topic has no broker left, removed");
             return false;
         }

@@ -9,6 +9,7 @@ mod queries;
 mod register;
 mod snapshot;
 mod tables;
+mod topic_map;
 #[cfg(test)]
 mod tests;
 mod topics;

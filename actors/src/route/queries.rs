@@ -7,7 +7,7 @@ use rmq_protocol::body::{
     perm, sys_flag, BrokerMemberGroup, ClusterInfo, QueueData, TopicList, TopicRouteData,
 };
 
-use super::ids::{BrokerId, BrokerInstance, BrokerName, TopicName, MASTER_ID};
+use super::ids::{BrokerId, BrokerInstance, BrokerName, MASTER_ID};
 use super::tables::{
     BrokerGroup, LiveBroker, Queues, RouteTables, SYNC_BROKER_MEMBER_GROUP_PREFIX,
 };
@@ -20,7 +20,7 @@ impl RouteTables {
     pub fn all_topics(&self) -> TopicList {
         TopicList {
             broker_addr: None,
-            topic_list: self.topics.keys().map(|t| t.as_str().to_owned()).collect(),
+            topic_list: self.topics.names().map(str::to_owned).collect(),
         }
     }
 
@@ -30,10 +30,10 @@ impl RouteTables {
         let topic_list = self
             .topics
             .iter()
-            .filter(|(_, entry)| {
-                names.is_some_and(|names| entry.queues.keys().any(|n| names.contains(n)))
+            .filter(|(_, queues)| {
+                names.is_some_and(|names| queues.names().any(|n| names.contains(n)))
             })
-            .map(|(t, _)| t.as_str().to_owned())
+            .map(|(t, _)| t.to_owned())
             .collect();
         TopicList {
             broker_addr: None,
@@ -64,14 +64,8 @@ impl RouteTables {
         let topic_list = self
             .topics
             .iter()
-            .filter(|(_, entry)| {
-                entry
-                    .queues
-                    .values()
-                    .next()
-                    .is_some_and(|q| keep(q.sys_flag))
-            })
-            .map(|(t, _)| t.as_str().to_owned())
+            .filter(|(_, queues)| queues.first().is_some_and(|q| keep(q.sys_flag)))
+            .map(|(t, _)| t.to_owned())
             .collect();
         TopicList {
             broker_addr: None,
@@ -176,10 +170,10 @@ impl RouteTables {
     /// `limit`, with their queues per broker group; and how many topics matched in all.
     pub fn topics_overview(&self, filter: &str, limit: usize) -> (Vec<TopicQueues>, usize) {
         let filter = filter.to_lowercase();
-        let mut matched: Vec<&TopicName> = self
+        let mut matched: Vec<&str> = self
             .topics
-            .keys()
-            .filter(|t| filter.is_empty() || t.as_str().to_lowercase().contains(&filter))
+            .names()
+            .filter(|t| filter.is_empty() || t.to_lowercase().contains(&filter))
             .collect();
         let total = matched.len();
         matched.sort_unstable();
@@ -187,13 +181,13 @@ impl RouteTables {
             .into_iter()
             .take(limit)
             .filter_map(|t| {
-                let entry = self.topics.get(t.as_str())?;
-                let queues = entry
-                    .queues
+                let queues = self
+                    .topics
+                    .get(t)?
                     .iter()
                     .map(|(name, q)| (name.as_str().to_owned(), *q))
                     .collect();
-                Some((t.as_str().to_owned(), queues))
+                Some((t.to_owned(), queues))
             })
             .collect();
         (shown, total)
@@ -209,10 +203,9 @@ impl RouteTables {
 
     /// The route of a topic (docs/route-rules.md#route-lookup), or `None` if no queue with a known group exists.
     pub fn topic_route(&self, topic: &str) -> Option<TopicRouteData> {
-        let entry = self.topics.get(topic)?;
+        let queues = self.topics.get(topic)?;
         let mut route = TopicRouteData {
-            queue_datas: entry
-                .queues
+            queue_datas: queues
                 .iter()
                 .map(|(name, q)| QueueData {
                     broker_name: name.as_str().to_owned(),
@@ -224,7 +217,7 @@ impl RouteTables {
                 .collect(),
             ..TopicRouteData::default()
         };
-        for name in entry.queues.keys() {
+        for name in queues.names() {
             let Some(group) = self.brokers.get(name) else {
                 continue;
             };

@@ -16,7 +16,7 @@ use tracing::{debug, info, warn};
 use super::ids::{
     BrokerAddr, BrokerId, BrokerInstance, BrokerName, ClusterName, ConnId, TopicName, MASTER_ID,
 };
-use super::tables::{BrokerGroup, LiveBroker, MinIdChange, Queues, RouteTables, TopicEntry};
+use super::tables::{BrokerGroup, LiveBroker, MinIdChange, Queues, RouteTables};
 
 /// A registration's topic table: shared, so the registry never has to free a large one on its
 /// own thread (the connection that decoded it drops the last reference), and fingerprinted, so a
@@ -446,7 +446,7 @@ impl RouteTables {
             let has_queues = self
                 .topics
                 .get(topic)
-                .is_some_and(|t| t.queues.contains_key(&walk.name));
+                .is_some_and(|t| t.contains(walk.name.as_str()));
             if cursor.changed || !has_queues {
                 let mut perm = config.perm;
                 if cursor.wipe_write {
@@ -620,16 +620,9 @@ impl RouteTables {
     /// different, so an unchanged registration leaves the route unchanged (and cached). True when the
     /// topic is new.
     pub(super) fn upsert_queues(&mut self, topic: &str, name: &BrokerName, queues: Queues) -> bool {
-        let created = !self.topics.contains_key(topic);
-        if created {
-            self.topics
-                .insert(TopicName::new(topic), TopicEntry::default());
-        }
-        if let Some(entry) = self.topics.get_mut(topic) {
-            if entry.queues.get(name) != Some(&queues) {
-                entry.queues.insert(name.clone(), queues);
-                self.changes.topic(topic);
-            }
+        let (topic_queues, created) = self.topics.get_or_insert(topic);
+        if topic_queues.set(name, queues) {
+            self.changes.topic(topic);
         }
         created
     }
@@ -638,14 +631,14 @@ impl RouteTables {
     fn remove_omitted_topics(&mut self, name: &BrokerName, keep: impl Fn(&str) -> bool) {
         let changes = &mut self.changes;
         let removals = &mut self.queue_removals;
-        self.topics.retain(|topic, entry| {
-            if keep(topic.as_str()) || entry.queues.remove(name).is_none() {
+        self.topics.retain(|topic, queues| {
+            if keep(topic) || queues.remove(name.as_str()).is_none() {
                 return true;
             }
             *removals += 1;
-            info!(topic = %Clipped(topic.as_str()), broker = %name, "topic omitted by its broker's registration, removed");
-            changes.topic(topic.as_str());
-            !entry.queues.is_empty()
+            info!(topic = %Clipped(topic), broker = %name, "topic omitted by its broker's registration, removed");
+            changes.topic(topic);
+            !queues.is_empty()
         });
     }
 }

@@ -15,7 +15,8 @@ use serde::{Deserialize, Serialize};
 use super::ids::{
     BrokerAddr, BrokerId, BrokerInstance, BrokerName, ClusterName, ConnId, TopicName,
 };
-use super::tables::{BrokerGroup, LiveBroker, Queues, RouteTables, TopicEntry};
+use super::tables::{BrokerGroup, LiveBroker, Queues, RouteTables};
+use super::topic_map::TopicQueues;
 
 /// The format of the snapshots this build writes; another one is ignored at start.
 pub const SNAPSHOT_FORMAT: u32 = 1;
@@ -136,10 +137,9 @@ impl RouteTables {
         let topics = self
             .topics
             .iter()
-            .map(|(topic, entry)| TopicRecord {
-                topic: topic.as_str().to_owned(),
-                queues: entry
-                    .queues
+            .map(|(topic, queues)| TopicRecord {
+                topic: topic.to_owned(),
+                queues: queues
                     .iter()
                     .map(|(name, q)| {
                         (
@@ -237,7 +237,7 @@ impl RouteTables {
             );
         }
         for record in snapshot.topics {
-            let mut entry = TopicEntry::default();
+            let mut entry = TopicQueues::default();
             for (broker, read, write, perm, sys_flag) in record.queues {
                 let name = self.intern_broker_name(&BrokerName::new(&broker));
                 let queues = Queues {
@@ -246,9 +246,9 @@ impl RouteTables {
                     perm,
                     sys_flag,
                 };
-                entry.queues.insert(name, queues);
+                entry.set(&name, queues);
             }
-            self.topics.insert(TopicName::new(&record.topic), entry);
+            self.topics.insert(&record.topic, entry);
         }
         for record in snapshot.filter_servers {
             let instance = BrokerInstance::new(record.cluster.as_str(), record.addr.as_str());

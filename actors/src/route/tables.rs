@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use rmq_protocol::body::{BrokerData, DataVersion, TopicQueueMappingInfo};
 
+use super::topic_map::TopicMap;
 use super::ids::{
     BrokerAddr, BrokerId, BrokerInstance, BrokerName, ClusterName, ConnId, TopicName,
 };
@@ -95,12 +96,6 @@ pub struct Queues {
     pub sys_flag: i32,
 }
 
-/// One topic: its queues per broker group.
-#[derive(Debug, Default)]
-pub(super) struct TopicEntry {
-    pub(super) queues: BTreeMap<BrokerName, Queues>,
-}
-
 /// Routes that changed: some topics, or all of them.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RouteChanges {
@@ -138,7 +133,7 @@ pub struct RouteCounters {
 /// All route state of a NameServer. See the module docs.
 #[derive(Debug)]
 pub struct RouteTables {
-    pub(super) topics: HashMap<TopicName, TopicEntry>,
+    pub(super) topics: TopicMap,
     pub(super) brokers: BTreeMap<BrokerName, BrokerGroup>,
     pub(super) clusters: BTreeMap<ClusterName, BTreeSet<BrokerName>>,
     pub(super) live: HashMap<BrokerInstance, LiveBroker>,
@@ -194,7 +189,7 @@ impl RouteTables {
     /// Empty tables.
     pub fn new(options: RouteOptions) -> Self {
         Self {
-            topics: HashMap::new(),
+            topics: TopicMap::default(),
             brokers: BTreeMap::new(),
             clusters: BTreeMap::new(),
             live: HashMap::new(),

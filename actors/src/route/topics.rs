@@ -15,7 +15,7 @@ impl RouteTables {
         if queue_datas.is_empty() {
             return;
         }
-        let exists = self.topics.contains_key(topic);
+        let exists = self.topics.contains(topic);
         if !exists
             && !queue_datas
                 .iter()
@@ -56,13 +56,13 @@ impl RouteTables {
 
     fn update_perm(&mut self, name: &str, update: impl Fn(i32) -> i32) -> usize {
         let mut count = 0;
-        for (topic, entry) in self.topics.iter_mut() {
-            if let Some(queues) = entry.queues.get_mut(name) {
+        for (topic, topic_queues) in self.topics.iter_mut() {
+            if let Some(queues) = topic_queues.get_mut(name) {
                 count += 1;
                 let perm = update(queues.perm);
                 if perm != queues.perm {
                     queues.perm = perm;
-                    self.changes.topic(topic.as_str());
+                    self.changes.topic(topic);
                 }
             }
         }
@@ -85,17 +85,18 @@ impl RouteTables {
         let Some(names) = self.clusters.get(cluster).filter(|n| !n.is_empty()) else {
             return false;
         };
-        let Some(entry) = self.topics.get_mut(topic) else {
+        let Some(queues) = self.topics.get_mut(topic) else {
             return false;
         };
-        let before = entry.queues.len();
-        entry.queues.retain(|name, _| !names.contains(name));
-        if entry.queues.len() == before {
+        let before = queues.len();
+        queues.retain(|name| !names.contains(name));
+        if queues.len() == before {
             return false;
         }
+        let emptied = queues.is_empty();
         self.queue_removals += 1;
         self.changes.topic(topic);
-        if entry.queues.is_empty() {
+        if emptied {
             self.topics.remove(topic);
         }
         info!(topic = %Clipped(topic), cluster = %Clipped(cluster), "topic deleted from cluster");

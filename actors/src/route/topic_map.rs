@@ -1,0 +1,288 @@
+//! The topic table, laid out for size: a table of a million topics is the NameServer's largest
+//! structure, and each topic costs about its name plus 16 bytes per broker group.
+//!
+//! Topics are records in one dense vector (name inline up to 24 bytes, the queues of up to two
+//! groups inline), found through a hash index of 4-byte positions. A removal moves the last
+//! record into the hole (its position in the index is updated), so the vector stays dense and
+//! the index is the only sparse part. Unused capacity is never touched, so it is not resident.
+
+use std::collections::hash_map::RandomState;
+use std::hash::BuildHasher;
+
+use compact_str::CompactString;
+use hashbrown::HashTable;
+use smallvec::SmallVec;
+
+use super::ids::BrokerName;
+use super::tables::Queues;
+
+/// One topic's queues per broker group, ordered by group name (the order routes list them in).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(super) struct TopicQueues(SmallVec<[(BrokerName, Queues); 2]>);
+
+impl TopicQueues {
+    fn position(&self, name: &str) -> Result<usize, usize> {
+        self.0.binary_search_by(|(n, _)| n.as_str().cmp(name))
+    }
+
+    #[cfg(test)]
+    pub(super) fn get(&self, name: &str) -> Option<&Queues> {
+        self.position(name).ok().map(|at| &self.0[at].1)
+    }
+
+    pub(super) fn get_mut(&mut self, name: &str) -> Option<&mut Queues> {
+        self.position(name).ok().map(|at| &mut self.0[at].1)
+    }
+
+    pub(super) fn contains(&self, name: &str) -> bool {
+        self.position(name).is_ok()
+    }
+
+    /// Sets the queues of group `name`; answers whether anything changed.
+    pub(super) fn set(&mut self, name: &BrokerName, queues: Queues) -> bool {
+        match self.position(name.as_str()) {
+            Ok(at) if self.0[at].1 == queues => false,
+            Ok(at) => {
+                self.0[at].1 = queues;
+                true
+            }
+            Err(at) => {
+                self.0.insert(at, (name.clone(), queues));
+                true
+            }
+        }
+    }
+
+    pub(super) fn remove(&mut self, name: &str) -> Option<Queues> {
+        let at = self.position(name).ok()?;
+        Some(self.0.remove(at).1)
+    }
+
+    pub(super) fn retain(&mut self, mut keep: impl FnMut(&BrokerName) -> bool) {
+        self.0.retain(|(name, _)| keep(name));
+    }
+
+    pub(super) fn iter(&self) -> impl Iterator<Item = (&BrokerName, &Queues)> {
+        self.0.iter().map(|(name, queues)| (name, queues))
+    }
+
+    pub(super) fn names(&self) -> impl Iterator<Item = &BrokerName> {
+        self.0.iter().map(|(name, _)| name)
+    }
+
+    /// The queues of the first group (by name).
+    pub(super) fn first(&self) -> Option<&Queues> {
+        self.0.first().map(|(_, queues)| queues)
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+#[derive(Debug)]
+struct Record {
+    name: CompactString,
+    queues: TopicQueues,
+}
+
+/// Every topic with its queues. See the module docs.
+#[derive(Debug, Default)]
+pub(super) struct TopicMap {
+    records: Vec<Record>,
+    /// Positions in `records`, hashed by name.
+    index: HashTable<u32>,
+    hasher: RandomState,
+}
+
+impl TopicMap {
+    pub(super) fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    fn hash(&self, name: &str) -> u64 {
+        self.hasher.hash_one(name)
+    }
+
+    /// Where `name`'s record is.
+    fn find(&self, name: &str) -> Option<usize> {
+        let records = &self.records;
+        self.index
+            .find(self.hash(name), |&at| records[at as usize].name == name)
+            .map(|&at| at as usize)
+    }
+
+    pub(super) fn contains(&self, name: &str) -> bool {
+        self.find(name).is_some()
+    }
+
+    pub(super) fn get(&self, name: &str) -> Option<&TopicQueues> {
+        self.find(name).map(|at| &self.records[at].queues)
+    }
+
+    pub(super) fn get_mut(&mut self, name: &str) -> Option<&mut TopicQueues> {
+        self.find(name).map(|at| &mut self.records[at].queues)
+    }
+
+    /// The queues of `name`, a new empty topic if it has none; and whether it is new.
+    pub(super) fn get_or_insert(&mut self, name: &str) -> (&mut TopicQueues, bool) {
+        if let Some(at) = self.find(name) {
+            return (&mut self.records[at].queues, false);
+        }
+        let at = self.records.len();
+        // A table is bounded far below 2^32 topics by the frames that fill it.
+        let position = u32::try_from(at).unwrap_or(u32::MAX);
+        let (records, hasher) = (&self.records, &self.hasher);
+        self.index.insert_unique(self.hasher.hash_one(name), position, |&at| {
+            hasher.hash_one(records[at as usize].name.as_str())
+        });
+        self.records.push(Record {
+            name: CompactString::from(name),
+            queues: TopicQueues::default(),
+        });
+        (&mut self.records[at].queues, true)
+    }
+
+    /// Puts `queues` into the topic's record, making it if needed.
+    pub(super) fn insert(&mut self, name: &str, queues: TopicQueues) {
+        *self.get_or_insert(name).0 = queues;
+    }
+
+    pub(super) fn remove(&mut self, name: &str) -> Option<TopicQueues> {
+        let hash = self.hash(name);
+        let records = &self.records;
+        let found = self
+            .index
+            .find_entry(hash, |&at| records[at as usize].name == name)
+            .ok()?;
+        let at = *found.get() as usize;
+        found.remove();
+        let last = self.records.len() - 1;
+        if at != last {
+            // The last record moves into the hole: its index entry follows it.
+            let moved = self.hash(&self.records[last].name);
+            if let Some(slot) = self.index.find_mut(moved, |&p| p as usize == last) {
+                *slot = u32::try_from(at).unwrap_or(u32::MAX);
+            }
+        }
+        let removed = self.records.swap_remove(at);
+        self.shrink_if_sparse();
+        Some(removed.queues)
+    }
+
+    /// Keeps the topics `keep` answers true for (it may change their queues).
+    pub(super) fn retain(&mut self, mut keep: impl FnMut(&str, &mut TopicQueues) -> bool) {
+        let before = self.records.len();
+        self.records
+            .retain_mut(|record| keep(&record.name, &mut record.queues));
+        if self.records.len() != before {
+            self.reindex();
+            self.shrink_if_sparse();
+        }
+    }
+
+    /// Rebuilds the index after records moved.
+    fn reindex(&mut self) {
+        self.index.clear();
+        let (records, hasher) = (&self.records, &self.hasher);
+        for (at, record) in records.iter().enumerate() {
+            let position = u32::try_from(at).unwrap_or(u32::MAX);
+            self.index
+                .insert_unique(hasher.hash_one(record.name.as_str()), position, |&p| {
+                    hasher.hash_one(records[p as usize].name.as_str())
+                });
+        }
+    }
+
+    /// Gives memory back once three quarters of the table are gone.
+    fn shrink_if_sparse(&mut self) {
+        let len = self.records.len();
+        if len < self.records.capacity() / 4 {
+            self.records.shrink_to(len * 2);
+            let (records, hasher) = (&self.records, &self.hasher);
+            self.index.shrink_to(len * 2, |&p| {
+                hasher.hash_one(records[p as usize].name.as_str())
+            });
+        }
+    }
+
+    pub(super) fn iter(&self) -> impl Iterator<Item = (&str, &TopicQueues)> {
+        self.records.iter().map(|r| (r.name.as_str(), &r.queues))
+    }
+
+    pub(super) fn iter_mut(&mut self) -> impl Iterator<Item = (&str, &mut TopicQueues)> {
+        self.records
+            .iter_mut()
+            .map(|r| (r.name.as_str(), &mut r.queues))
+    }
+
+    pub(super) fn names(&self) -> impl Iterator<Item = &str> {
+        self.records.iter().map(|r| r.name.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn queues(read: i32) -> Queues {
+        Queues {
+            read,
+            write: read,
+            perm: 6,
+            sys_flag: 0,
+        }
+    }
+
+    #[test]
+    fn groups_stay_ordered_by_name() {
+        let mut topic = TopicQueues::default();
+        for name in ["b", "c", "a"] {
+            assert!(topic.set(&BrokerName::new(name), queues(1)));
+        }
+        assert!(!topic.set(&BrokerName::new("b"), queues(1)));
+        assert!(topic.set(&BrokerName::new("b"), queues(2)));
+        let names: Vec<&str> = topic.names().map(BrokerName::as_str).collect();
+        assert_eq!(names, ["a", "b", "c"]);
+        assert_eq!(topic.get("b"), Some(&queues(2)));
+        assert_eq!(topic.remove("a"), Some(queues(1)));
+        assert_eq!(topic.first(), Some(&queues(2)));
+        assert!(!topic.contains("a"));
+    }
+
+    #[test]
+    fn removals_keep_every_other_topic_findable() {
+        let mut map = TopicMap::default();
+        let names: Vec<String> = (0..1000).map(|i| format!("topic-{i}")).collect();
+        for (i, name) in names.iter().enumerate() {
+            let (topic, created) = map.get_or_insert(name);
+            assert!(created);
+            topic.set(&BrokerName::new("b"), queues(i as i32));
+        }
+        for name in names.iter().step_by(3) {
+            assert!(map.remove(name).is_some());
+        }
+        assert!(map.remove("topic-0").is_none());
+        map.retain(|name, _| !name.ends_with('7'));
+        for (i, name) in names.iter().enumerate() {
+            let expected = i % 3 != 0 && !name.ends_with('7');
+            assert_eq!(map.contains(name), expected, "{name}");
+            if expected {
+                assert_eq!(map.get(name).and_then(|q| q.get("b")), Some(&queues(i as i32)));
+            }
+        }
+        assert_eq!(map.len(), map.names().count());
+        // Emptied one by one: the table shrinks and stays consistent.
+        let left: Vec<String> = map.names().map(str::to_owned).collect();
+        for name in &left {
+            assert!(map.remove(name).is_some());
+        }
+        assert_eq!(map.len(), 0);
+        assert!(map.get_or_insert("again").1);
+        assert!(map.contains("again"));
+    }
+}
