@@ -1,7 +1,9 @@
 //! Limits: the owner of the server-wide budgets and of the count of everything a limit refused
 //! (docs/limits.md). Connections ask it for inflation budget before inflating a compressed body
 //! and tell it of every refusal; it counts them by limit, and logs them with a rate limit per
-//! source address, so that one bad client cannot flood the log.
+//! source address, so that one bad client cannot flood the log. After large bodies were decoded
+//! it has the allocator give free heap pages back to the system, so that the memory a
+//! registration storm needed for a moment does not stay resident (docs/limits.md).
 
 use std::collections::HashMap;
 use std::fmt;
@@ -125,6 +127,10 @@ pub struct LimitCounts;
 /// Warnings logged per source address within [`LOG_WINDOW`]; the rest are counted and summed up
 /// in the next warning.
 const LOGS_PER_WINDOW: u32 = 5;
+
+/// Free heap pages are given back this long after a large body was decoded (at most once per
+/// this period): by then its decoded table has been applied and dropped.
+const GIVE_BACK_DELAY: Duration = Duration::from_secs(2);
 const LOG_WINDOW: Duration = Duration::from_secs(60);
 
 /// Sources remembered for rate limiting. When that many are remembered, sources whose window
@@ -158,6 +164,8 @@ pub struct Limits {
     sources: HashMap<Option<IpAddr>, SourceLog>,
     /// The shared window of the sources that did not fit.
     overflow: SourceLog,
+    /// A give-back of free heap pages is scheduled.
+    give_back_pending: bool,
 }
 
 impl Limits {
@@ -168,6 +176,7 @@ impl Limits {
             counts: HashMap::new(),
             sources: HashMap::new(),
             overflow: SourceLog::new(Instant::now()),
+            give_back_pending: false,
         }
     }
 
@@ -235,8 +244,15 @@ impl Handler<ReserveInflation> for Limits {
 impl Handler<ReleaseInflation> for Limits {
     type Result = ();
 
-    fn handle(&mut self, msg: ReleaseInflation, _: &mut Context<Self>) {
+    fn handle(&mut self, msg: ReleaseInflation, ctx: &mut Context<Self>) {
         self.inflating = self.inflating.saturating_sub(msg.bytes);
+        if !self.give_back_pending {
+            self.give_back_pending = true;
+            ctx.run_later(GIVE_BACK_DELAY, |act, _| {
+                act.give_back_pending = false;
+                drop(crate::background::spawn(give_back_free_heap));
+            });
+        }
     }
 }
 
@@ -248,6 +264,17 @@ impl Handler<LimitCounts> for Limits {
             .iter()
             .map(|&limit| (limit, self.counts.get(&limit).copied().unwrap_or(0)))
             .collect()
+    }
+}
+
+/// Has the allocator return the free pages of its heaps to the system. glibc keeps memory freed
+/// in the middle of a heap (a decoded table of a million topics, freed after a registration)
+/// resident until it is asked; other allocators need nothing.
+fn give_back_free_heap() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim takes an integer and only walks glibc's own arenas, under their locks.
+    unsafe {
+        libc::malloc_trim(0);
     }
 }
 
@@ -311,3 +338,4 @@ mod tests {
         assert!(limits.send(reserve(60)).await.ok().flatten().is_some());
     }
 }
+
