@@ -12,7 +12,7 @@ use std::time::Instant;
 use actix::prelude::*;
 use bytes::Bytes;
 use rmq_protocol::body::{
-    ClusterInfo, DataVersion, GetBrokerMemberGroupResponseBody, KvTable, QueueData, TopicList,
+    ClusterInfo, DataVersion, GetBrokerMemberGroupResponseBody, KvTable, QueueData,
     TopicRouteData,
 };
 
@@ -148,7 +148,7 @@ pub enum TopicListKind {
 
 /// One of the topic-list queries; refused with "disable" when switched off.
 #[derive(Debug, Message)]
-#[rtype(result = "Result<TopicList, Disabled>")]
+#[rtype(result = "Result<Body, Disabled>")]
 pub struct GetTopicList {
     pub kind: TopicListKind,
 }

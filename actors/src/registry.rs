@@ -58,6 +58,8 @@ pub struct RouteRegistry {
     restored: usize,
     /// The snapshot writer, while warm restart is on.
     snapshots: Option<snapshots::Snapshots>,
+    /// The body of every topic name and the version of the names it was encoded at.
+    all_topics: Option<(u64, bytes::Bytes)>,
 }
 
 fn new_tables(settings: &RegistrySettings) -> RouteTables {
@@ -85,6 +87,7 @@ impl RouteRegistry {
             notifier: None,
             restored: 0,
             snapshots: None,
+            all_topics: None,
         }
     }
 
@@ -234,6 +237,7 @@ impl RouteRegistry {
         let counters = self.tables.counters();
         self.tables = new_tables(&self.settings).with_counters(counters);
         self.tables.invalidate_all();
+        self.all_topics = None;
         self.started_at = Instant::now();
         self.restored = 0;
         // Every worker forgets what the old tables said.

@@ -4,7 +4,8 @@
 use std::time::Instant;
 
 use actix::prelude::*;
-use rmq_protocol::body::{GetBrokerMemberGroupResponseBody, TopicList};
+use bytes::Bytes;
+use rmq_protocol::body::GetBrokerMemberGroupResponseBody;
 
 use super::RouteRegistry;
 use crate::contain::{contain, Contained};
@@ -66,7 +67,7 @@ impl Handler<GetBrokerMemberGroup> for RouteRegistry {
 }
 
 impl Handler<GetTopicList> for RouteRegistry {
-    type Result = Contained<Result<TopicList, Disabled>>;
+    type Result = Contained<Result<Body, Disabled>>;
 
     fn handle(&mut self, msg: GetTopicList, ctx: &mut Context<Self>) -> Self::Result {
         contain(self, ctx, "GetTopicList", move |this, _| {
@@ -80,15 +81,32 @@ impl Handler<GetTopicList> for RouteRegistry {
                 return Err(Disabled);
             }
             let tables = &this.tables;
-            Ok(match &msg.kind {
-                TopicListKind::All => tables.all_topics(),
-                TopicListKind::ByCluster(cluster) => tables.topics_by_cluster(cluster),
-                TopicListKind::System => tables.system_topics(),
-                TopicListKind::Unit => tables.unit_topics(),
-                TopicListKind::HasUnitSub => tables.has_unit_sub_topics(),
-                TopicListKind::HasUnitSubUnUnit => tables.has_unit_sub_ununit_topics(),
-            })
+            Ok(Body(match &msg.kind {
+                TopicListKind::All => this.all_topics_body(),
+                TopicListKind::ByCluster(cluster) => tables.topics_by_cluster(cluster).into(),
+                TopicListKind::System => tables.system_topics().into(),
+                TopicListKind::Unit => tables.unit_topics().into(),
+                TopicListKind::HasUnitSub => tables.has_unit_sub_topics().into(),
+                TopicListKind::HasUnitSubUnUnit => tables.has_unit_sub_ununit_topics().into(),
+            }))
         })
+    }
+}
+
+impl RouteRegistry {
+    /// The body of every topic name, encoded once per set of names and shared by every answer
+    /// until a topic is made or removed: a list of a million topics is encoded once, however
+    /// many clients ask for it.
+    fn all_topics_body(&mut self) -> Bytes {
+        let version = self.tables.topic_names_version();
+        match &self.all_topics {
+            Some((encoded_at, body)) if *encoded_at == version => body.clone(),
+            _ => {
+                let body = Bytes::from(self.tables.all_topics());
+                self.all_topics = Some((version, body.clone()));
+                body
+            }
+        }
     }
 }
 

@@ -9,7 +9,7 @@ use rmq_protocol::body::{perm, DataVersion};
 use tracing::{debug, info, warn};
 
 use super::ids::{
-    BrokerAddr, BrokerId, BrokerInstance, BrokerName, ClusterName, ConnId, TopicName, MASTER_ID,
+    BrokerAddr, BrokerId, BrokerInstance, BrokerName, ClusterName, ConnId, MASTER_ID,
 };
 use super::register::TOPICS_PER_STEP;
 use super::tables::{LiveBroker, MinIdChange, RouteChanges, RouteTables};
@@ -250,11 +250,10 @@ impl RouteTables {
             })
             .cloned()
             .collect();
-        let mut sweep = Sweep {
+        let sweep = Sweep {
             removed,
             reduced,
             wipe,
-            topics: Vec::new(),
             next: 0,
         };
         if self.topics.len() <= TOPICS_PER_STEP {
@@ -264,27 +263,25 @@ impl RouteTables {
                 .retain(|topic, entry| sweep.keep(topic, entry, changes, removals));
             return None;
         }
-        sweep.topics = self.topics.names().map(TopicName::new).collect();
         Some(sweep)
     }
 
     /// Up to `max_topics` topics of an unregistration's sweep; true once all are done.
+    /// The table cannot change between the steps of a sweep (changes wait for the one under
+    /// way), so the sweep walks positions: a topic it removes leaves its place to the last
+    /// topic, which is looked at next.
     pub fn sweep_step(&mut self, sweep: &mut Sweep, max_topics: usize) -> bool {
-        let end = sweep
-            .next
-            .saturating_add(max_topics)
-            .min(sweep.topics.len());
-        for topic in &sweep.topics[sweep.next..end] {
-            let Some(queues) = self.topics.get_mut(topic.as_str()) else {
-                continue;
+        for _ in 0..max_topics {
+            let Some((topic, queues)) = self.topics.at_mut(sweep.next) else {
+                return true;
             };
-            let keep = sweep.keep(topic.as_str(), queues, &mut self.changes, &mut self.queue_removals);
-            if !keep {
-                self.topics.remove(topic.as_str());
+            if sweep.keep(topic, queues, &mut self.changes, &mut self.queue_removals) {
+                sweep.next += 1;
+            } else {
+                self.topics.remove_at(sweep.next);
             }
         }
-        sweep.next = end;
-        end == sweep.topics.len()
+        sweep.next >= self.topics.len()
     }
 
     fn sweep_all(&mut self, sweep: Option<Sweep>) {
@@ -303,8 +300,7 @@ pub struct Sweep {
     reduced: BTreeSet<BrokerName>,
     /// Reduced groups without a master whose queues lose write permission.
     wipe: BTreeSet<BrokerName>,
-    /// The topics when the unregistration started, and how far the sweep is.
-    topics: Vec<TopicName>,
+    /// The position of the next topic to go through.
     next: usize,
 }
 

@@ -4,8 +4,10 @@
 use std::collections::BTreeSet;
 
 use rmq_protocol::body::{
-    perm, sys_flag, BrokerMemberGroup, ClusterInfo, QueueData, TopicList, TopicRouteData,
+    perm, sys_flag, to_json, BrokerMemberGroup, ClusterInfo, QueueData, TopicRouteData,
 };
+use rmq_protocol::fastjson::JsonStyle;
+use serde::Serialize;
 
 use super::ids::{BrokerId, BrokerInstance, BrokerName, MASTER_ID};
 use super::tables::{
@@ -16,72 +18,58 @@ use super::tables::{
 pub type TopicQueues = (String, Vec<(String, Queues)>);
 
 impl RouteTables {
-    /// Every topic name (GET_ALL_TOPIC_LIST_FROM_NAMESERVER).
-    pub fn all_topics(&self) -> TopicList {
-        TopicList {
-            broker_addr: None,
-            topic_list: self.topics.names().map(str::to_owned).collect(),
-        }
+    /// Every topic name (GET_ALL_TOPIC_LIST_FROM_NAMESERVER), as the body.
+    pub fn all_topics(&self) -> Vec<u8> {
+        topic_list_body(None, || self.topics.names())
     }
 
     /// Topics served by any group of `cluster` (GET_TOPICS_BY_CLUSTER); unknown → empty.
-    pub fn topics_by_cluster(&self, cluster: &str) -> TopicList {
+    pub fn topics_by_cluster(&self, cluster: &str) -> Vec<u8> {
         let names = self.clusters.get(cluster);
-        let topic_list = self
-            .topics
-            .iter()
-            .filter(|(_, queues)| {
-                names.is_some_and(|names| queues.names().any(|n| names.contains(n)))
-            })
-            .map(|(t, _)| t.to_owned())
-            .collect();
-        TopicList {
-            broker_addr: None,
-            topic_list,
-        }
+        topic_list_body(None, || {
+            self.topics
+                .iter()
+                .filter(move |(_, queues)| {
+                    names.is_some_and(|names| queues.names().any(|n| names.contains(n)))
+                })
+                .map(|(t, _)| t)
+        })
     }
 
     /// Cluster and group names plus one broker address (GET_SYSTEM_TOPIC_LIST_FROM_NS).
-    pub fn system_topics(&self) -> TopicList {
-        let mut topic_list = BTreeSet::new();
-        for (cluster, names) in &self.clusters {
-            topic_list.insert(cluster.as_str().to_owned());
-            topic_list.extend(names.iter().map(|n| n.as_str().to_owned()));
+    pub fn system_topics(&self) -> Vec<u8> {
+        let mut names = BTreeSet::new();
+        for (cluster, groups) in &self.clusters {
+            names.insert(cluster.as_str());
+            names.extend(groups.iter().map(BrokerName::as_str));
         }
         let broker_addr = self
             .brokers
             .values()
             .find_map(|g| g.addrs.values().next())
-            .map(|a| a.as_str().to_owned());
-        TopicList {
-            broker_addr,
-            topic_list,
-        }
+            .map(|a| a.as_str());
+        topic_list_body(broker_addr, || names.iter().copied())
     }
 
     /// Topics whose first QueueData's system flag passes `keep` (GET_UNIT_TOPIC_LIST & co).
-    pub fn topics_by_sys_flag(&self, keep: impl Fn(i32) -> bool) -> TopicList {
-        let topic_list = self
-            .topics
-            .iter()
-            .filter(|(_, queues)| queues.first().is_some_and(|q| keep(q.sys_flag)))
-            .map(|(t, _)| t.to_owned())
-            .collect();
-        TopicList {
-            broker_addr: None,
-            topic_list,
-        }
+    pub fn topics_by_sys_flag(&self, keep: impl Fn(i32) -> bool) -> Vec<u8> {
+        topic_list_body(None, || {
+            self.topics
+                .iter()
+                .filter(|(_, queues)| queues.first().is_some_and(|q| keep(q.sys_flag)))
+                .map(|(t, _)| t)
+        })
     }
 
-    pub fn unit_topics(&self) -> TopicList {
+    pub fn unit_topics(&self) -> Vec<u8> {
         self.topics_by_sys_flag(|flag| flag & sys_flag::UNIT != 0)
     }
 
-    pub fn has_unit_sub_topics(&self) -> TopicList {
+    pub fn has_unit_sub_topics(&self) -> Vec<u8> {
         self.topics_by_sys_flag(|flag| flag & sys_flag::UNIT_SUB != 0)
     }
 
-    pub fn has_unit_sub_ununit_topics(&self) -> TopicList {
+    pub fn has_unit_sub_ununit_topics(&self) -> Vec<u8> {
         self.topics_by_sys_flag(|flag| flag & sys_flag::UNIT == 0 && flag & sys_flag::UNIT_SUB != 0)
     }
 
@@ -127,6 +115,11 @@ impl RouteTables {
     /// A broker group by name.
     pub fn broker_group(&self, name: &str) -> Option<&BrokerGroup> {
         self.brokers.get(name)
+    }
+
+    /// Changes whenever a topic is made or removed (a cached list of all topics is then old).
+    pub fn topic_names_version(&self) -> u64 {
+        self.topics.names_version()
     }
 
     pub fn topic_count(&self) -> usize {
@@ -176,6 +169,11 @@ impl RouteTables {
             .filter(|t| filter.is_empty() || t.to_lowercase().contains(&filter))
             .collect();
         let total = matched.len();
+        // The first `limit` in order, without sorting a million names to show a page of them.
+        if limit < matched.len() {
+            matched.select_nth_unstable(limit);
+            matched.truncate(limit);
+        }
         matched.sort_unstable();
         let shown = matched
             .into_iter()
@@ -301,4 +299,37 @@ pub fn filter_by_zone(route: &mut TopicRouteData, zone: &str) {
             route.filter_server_table.remove(addr);
         }
     }
+}
+
+/// A topic-list body (Java's `TopicList`: `{"brokerAddr":..,"topicList":[..]}`) encoded as the
+/// names are read from the tables, in their order there: the names are not copied first, so
+/// a list of a million topics costs its body and nothing more.
+fn topic_list_body<'a, I>(broker_addr: Option<&'a str>, names: impl Fn() -> I) -> Vec<u8>
+where
+    I: Iterator<Item = &'a str>,
+{
+    #[derive(Serialize)]
+    struct View<'a, N> {
+        #[serde(rename = "brokerAddr", skip_serializing_if = "Option::is_none")]
+        broker_addr: Option<&'a str>,
+        #[serde(rename = "topicList")]
+        topic_list: N,
+    }
+    struct Names<F>(F);
+    impl<'a, I, F> Serialize for Names<F>
+    where
+        I: Iterator<Item = &'a str>,
+        F: Fn() -> I,
+    {
+        fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            serializer.collect_seq((self.0)())
+        }
+    }
+    to_json(
+        &View {
+            broker_addr,
+            topic_list: Names(names),
+        },
+        JsonStyle::Legacy,
+    )
 }

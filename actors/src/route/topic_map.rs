@@ -97,11 +97,18 @@ pub(super) struct TopicMap {
     /// Positions in `records`, hashed by name.
     index: HashTable<u32>,
     hasher: RandomState,
+    /// Counts every change of the set of names (a topic made or removed).
+    names_version: u64,
 }
 
 impl TopicMap {
     pub(super) fn len(&self) -> usize {
         self.records.len()
+    }
+
+    /// Changes whenever a topic is made or removed.
+    pub(super) fn names_version(&self) -> u64 {
+        self.names_version
     }
 
     fn hash(&self, name: &str) -> u64 {
@@ -140,6 +147,7 @@ impl TopicMap {
         self.index.insert_unique(self.hasher.hash_one(name), position, |&at| {
             hasher.hash_one(records[at as usize].name.as_str())
         });
+        self.names_version += 1;
         self.records.push(Record {
             name: CompactString::from(name),
             queues: TopicQueues::default(),
@@ -153,14 +161,24 @@ impl TopicMap {
     }
 
     pub(super) fn remove(&mut self, name: &str) -> Option<TopicQueues> {
-        let hash = self.hash(name);
-        let records = &self.records;
-        let found = self
-            .index
-            .find_entry(hash, |&at| records[at as usize].name == name)
-            .ok()?;
-        let at = *found.get() as usize;
-        found.remove();
+        let at = self.find(name)?;
+        self.remove_at(at)
+    }
+
+    /// The topic at position `at` (positions run from 0 to `len`; a removal moves the last
+    /// topic into the hole it leaves).
+    pub(super) fn at_mut(&mut self, at: usize) -> Option<(&str, &mut TopicQueues)> {
+        self.records
+            .get_mut(at)
+            .map(|r| (r.name.as_str(), &mut r.queues))
+    }
+
+    /// Removes the topic at position `at`; the last topic takes its place.
+    pub(super) fn remove_at(&mut self, at: usize) -> Option<TopicQueues> {
+        let hash = self.hash(&self.records.get(at)?.name);
+        if let Ok(found) = self.index.find_entry(hash, |&p| p as usize == at) {
+            found.remove();
+        }
         let last = self.records.len() - 1;
         if at != last {
             // The last record moves into the hole: its index entry follows it.
@@ -169,6 +187,7 @@ impl TopicMap {
                 *slot = u32::try_from(at).unwrap_or(u32::MAX);
             }
         }
+        self.names_version += 1;
         let removed = self.records.swap_remove(at);
         self.shrink_if_sparse();
         Some(removed.queues)
@@ -180,6 +199,7 @@ impl TopicMap {
         self.records
             .retain_mut(|record| keep(&record.name, &mut record.queues));
         if self.records.len() != before {
+            self.names_version += 1;
             self.reindex();
             self.shrink_if_sparse();
         }

@@ -155,3 +155,8 @@ fn acting_tables() -> RouteTables {
         ..RouteOptions::default()
     })
 }
+
+/// A topic-list body, read back.
+fn list(body: Vec<u8>) -> rmq_protocol::body::TopicList {
+    rmq_protocol::fastjson::from_slice(&body).expect("a topic list")
+}

@@ -56,9 +56,9 @@ fn delete_topic_with_and_without_cluster() {
 #[test]
 fn get_all_topic_list() {
     let mut t = RouteTables::default();
-    assert!(t.all_topics().topic_list.is_empty());
+    assert!(list(t.all_topics()).topic_list.is_empty());
     register(&mut t, Reg::master(&["a", "b", "c"]));
-    let list = t.all_topics().topic_list;
+    let topics = list(t.all_topics()).topic_list;
     assert!(["a", "b", "c", BASE_TOPIC]
         .iter()
         .all(|x| list.contains(*x)));
@@ -200,15 +200,15 @@ fn topic_lists() {
         Reg::new("b2", "127.0.0.1:2", 0, &["other"]).cluster("c2"),
     );
     let names = |l: rmq_protocol::body::TopicList| l.topic_list.into_iter().collect::<Vec<_>>();
-    assert_eq!(names(t.unit_topics()), vec!["both", "unit"]);
-    assert_eq!(names(t.has_unit_sub_topics()), vec!["both", "sub"]);
-    assert_eq!(names(t.has_unit_sub_ununit_topics()), vec!["sub"]);
-    assert_eq!(names(t.topics_by_cluster("c2")), vec![BASE_TOPIC, "other"]);
-    assert!(t.topics_by_cluster("nope").topic_list.is_empty());
-    let sys = t.system_topics();
+    assert_eq!(names(list(t.unit_topics())), vec!["both", "unit"]);
+    assert_eq!(names(list(t.has_unit_sub_topics())), vec!["both", "sub"]);
+    assert_eq!(names(list(t.has_unit_sub_ununit_topics())), vec!["sub"]);
+    assert_eq!(names(list(t.topics_by_cluster("c2"))), vec![BASE_TOPIC, "other"]);
+    assert!(list(t.topics_by_cluster("nope")).topic_list.is_empty());
+    let sys = list(t.system_topics());
     assert_eq!(names(sys.clone()), vec!["b1", "b2", "c1", "c2"]);
     assert_eq!(sys.broker_addr.as_deref(), Some("127.0.0.1:1"));
-    assert_eq!(RouteTables::default().system_topics().broker_addr, None);
+    assert_eq!(list(RouteTables::default().system_topics()).broker_addr, None);
 }
 
 #[test]
