@@ -61,7 +61,7 @@ fn get_all_topic_list() {
     let topics = list(t.all_topics()).topic_list;
     assert!(["a", "b", "c", BASE_TOPIC]
         .iter()
-        .all(|x| list.contains(*x)));
+        .all(|x| topics.contains(*x)));
 }
 
 #[test]
