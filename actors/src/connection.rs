@@ -438,6 +438,7 @@ impl Connection {
         if let Some(remark) = &mut response.remark {
             clip_remark(remark);
         }
+        let queued_before = self.outbox.queued();
         if let Err(err) = self.outbox.push(&response) {
             // An answer too large for a frame (a header past 16 MiB): say so instead.
             warn!(parent: &self.span, error = %err, "cannot encode a response; answering the error");
@@ -454,7 +455,10 @@ impl Connection {
         self.charge();
         let queued = self.outbox.queued();
         let over_budget = queued > OUTBOX_ALLOWANCE && self.share.bounds.over_queued_budget();
-        if queued > OUTBOX_MAX || over_budget {
+        // One answer may be larger than OUTBOX_MAX on its own (a list of a million topics):
+        // only a peer that left earlier answers unread is behind.
+        let behind = queued > OUTBOX_MAX && queued_before > 0;
+        if behind || over_budget {
             // A peer this far behind (or behind while the server's outbound budget is used up)
             // is not reading: close it and release what it holds.
             self.refused(

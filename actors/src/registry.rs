@@ -21,6 +21,7 @@ use crate::route::RouteTables;
 use crate::settings::RegistrySettings;
 
 mod changes;
+mod lists;
 mod reads;
 pub mod snapshots;
 mod turns;
@@ -58,8 +59,8 @@ pub struct RouteRegistry {
     restored: usize,
     /// The snapshot writer, while warm restart is on.
     snapshots: Option<snapshots::Snapshots>,
-    /// The body of every topic name and the version of the names it was encoded at.
-    all_topics: Option<(u64, bytes::Bytes)>,
+    /// The topic lists, kept encoded while the tables stay as they are.
+    topic_lists: lists::TopicLists,
 }
 
 fn new_tables(settings: &RegistrySettings) -> RouteTables {
@@ -87,7 +88,7 @@ impl RouteRegistry {
             notifier: None,
             restored: 0,
             snapshots: None,
-            all_topics: None,
+            topic_lists: lists::TopicLists::default(),
         }
     }
 
@@ -237,7 +238,7 @@ impl RouteRegistry {
         let counters = self.tables.counters();
         self.tables = new_tables(&self.settings).with_counters(counters);
         self.tables.invalidate_all();
-        self.all_topics = None;
+        self.topic_lists = lists::TopicLists::default();
         self.started_at = Instant::now();
         self.restored = 0;
         // Every worker forgets what the old tables said.

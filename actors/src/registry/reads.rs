@@ -4,7 +4,6 @@
 use std::time::Instant;
 
 use actix::prelude::*;
-use bytes::Bytes;
 use rmq_protocol::body::GetBrokerMemberGroupResponseBody;
 
 use super::RouteRegistry;
@@ -82,31 +81,14 @@ impl Handler<GetTopicList> for RouteRegistry {
             }
             let tables = &this.tables;
             Ok(Body(match &msg.kind {
-                TopicListKind::All => this.all_topics_body(),
-                TopicListKind::ByCluster(cluster) => tables.topics_by_cluster(cluster).into(),
+                TopicListKind::All => this.topic_lists.all(tables),
+                TopicListKind::ByCluster(cluster) => this.topic_lists.by_cluster(tables, cluster),
                 TopicListKind::System => tables.system_topics().into(),
                 TopicListKind::Unit => tables.unit_topics().into(),
                 TopicListKind::HasUnitSub => tables.has_unit_sub_topics().into(),
                 TopicListKind::HasUnitSubUnUnit => tables.has_unit_sub_ununit_topics().into(),
             }))
         })
-    }
-}
-
-impl RouteRegistry {
-    /// The body of every topic name, encoded once per set of names and shared by every answer
-    /// until a topic is made or removed: a list of a million topics is encoded once, however
-    /// many clients ask for it.
-    fn all_topics_body(&mut self) -> Bytes {
-        let version = self.tables.topic_names_version();
-        match &self.all_topics {
-            Some((encoded_at, body)) if *encoded_at == version => body.clone(),
-            _ => {
-                let body = Bytes::from(self.tables.all_topics());
-                self.all_topics = Some((version, body.clone()));
-                body
-            }
-        }
     }
 }
 

@@ -35,7 +35,16 @@ impl RouteTables {
 
     /// The routes changed since the last call (emptied).
     pub fn take_changes(&mut self) -> RouteChanges {
+        if !self.changes.is_empty() {
+            self.changes_taken += 1;
+        }
         std::mem::take(&mut self.changes)
+    }
+
+    /// Counts the non-empty [`RouteTables::take_changes`]: an answer read from the tables
+    /// (a topic list) is current as long as it stays the same.
+    pub fn changes_taken(&self) -> u64 {
+        self.changes_taken
     }
 
     /// The groups whose smallest broker id changed since the last call (emptied).

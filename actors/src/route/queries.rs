@@ -25,15 +25,20 @@ impl RouteTables {
 
     /// Topics served by any group of `cluster` (GET_TOPICS_BY_CLUSTER); unknown → empty.
     pub fn topics_by_cluster(&self, cluster: &str) -> Vec<u8> {
-        let names = self.clusters.get(cluster);
+        let Some(names) = self.clusters.get(cluster) else {
+            return topic_list_body(None, std::iter::empty);
+        };
         topic_list_body(None, || {
             self.topics
                 .iter()
-                .filter(move |(_, queues)| {
-                    names.is_some_and(|names| queues.names().any(|n| names.contains(n)))
-                })
+                .filter(|(_, queues)| queues.names().any(|n| names.contains(n)))
                 .map(|(t, _)| t)
         })
+    }
+
+    /// Whether a cluster of this name has groups.
+    pub fn has_cluster(&self, cluster: &str) -> bool {
+        self.clusters.contains_key(cluster)
     }
 
     /// Cluster and group names plus one broker address (GET_SYSTEM_TOPIC_LIST_FROM_NS).

@@ -143,6 +143,8 @@ pub struct RouteTables {
     /// Topics whose route changed since [`RouteTables::take_changes`] last ran: their encoded
     /// routes (in the connection threads' caches) must go.
     pub(super) changes: RouteChanges,
+    /// How many times changes were taken (see [`RouteTables::changes_taken`]).
+    pub(super) changes_taken: u64,
     /// Expiry of brokers that registered no timeout of their own.
     pub(super) default_expiry: Duration,
     /// Counts every removal of a QueueData: a re-registration may skip re-checking its topics
@@ -197,6 +199,7 @@ impl RouteTables {
             mappings: HashMap::new(),
             options,
             changes: RouteChanges::default(),
+            changes_taken: 0,
             min_id_changes: Vec::new(),
             default_expiry: DEFAULT_BROKER_EXPIRY,
             queue_removals: 0,
