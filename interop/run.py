@@ -53,6 +53,8 @@ GO_PEER = CACHE / "go" / "bin" / "rmq-go-peer"
 CPP_PYTHON = CACHE / "cpp-venv" / "bin" / "python"
 CPP_PEER = HERE / "cpp" / "peer.py"
 LOG_TAIL_LINES = 40
+# --long: scenarios with a long variant run at their full size (bigbroker.py); CI runs the short one
+LONG = False
 
 # JVM options. Servers: modest heaps. Peers: short-lived, so C1 only and a serial GC.
 NAMESRV_JVM = ["-Xms128m", "-Xmx256m", "-XX:+UseSerialGC"]
@@ -2863,6 +2865,9 @@ def _register_proxy_scenarios():
     rolling.register(sys.modules[__name__])
     import big
     big.register(sys.modules[__name__])
+    # a broker of 10,000-100,000 topics (bigbroker.py; full size with --long)
+    import bigbroker
+    bigbroker.register(sys.modules[__name__])
     # the controller's metrics against Java's (controller_metrics.py)
     import controller_metrics
     controller_metrics.register(sys.modules[__name__])
@@ -2917,9 +2922,14 @@ def main():
     parser.add_argument("--list", action="store_true", help="list scenarios and exit")
     parser.add_argument("--count", type=int, default=20, help="messages per producer run (default 20)")
     parser.add_argument("--keep", action="store_true", help="keep the work dir even when all pass")
+    parser.add_argument("--long", action="store_true",
+                        help="run the scenarios that have a long variant at their full size (the broker5-big-* "
+                             "scenarios: 100,000 / 30,000 topics instead of 20,000 / 10,000)")
     parser.add_argument("--netns", choices=("auto", "on", "off", "inner"), default="auto",
                         help="run inside a private loopback-only network namespace (default: auto)")
     args = parser.parse_args()
+    global LONG
+    LONG = args.long
     if args.list:
         for name, _, modes in SCENARIOS:
             print(f"{name}  ({', '.join(modes)})")
