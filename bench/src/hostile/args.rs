@@ -28,6 +28,9 @@ pub enum Kind {
     DataVersion,
     /// UPDATE_NAMESRV_CONFIG with a frame-size properties body of distinct keys.
     Config,
+    /// GET_ALL_TOPIC_LIST_FROM_NAMESERVER and GET_TOPICS_BY_CLUSTER in turn: the largest answers
+    /// of a server with many topics (populate it first, e.g. with `rmq-bench brokers`).
+    TopicLists,
 }
 
 impl Kind {
@@ -42,6 +45,7 @@ impl Kind {
             Kind::TopicRoute => "topic-route",
             Kind::DataVersion => "data-version",
             Kind::Config => "config",
+            Kind::TopicLists => "topic-lists",
         }
     }
 }

@@ -47,6 +47,7 @@ pub(super) fn hostile_frames(
         Kind::TopicRoute => topic_route(frame_room),
         Kind::DataVersion => data_version(frame_room),
         Kind::Config => config(frame_room),
+        Kind::TopicLists => topic_lists(),
     };
     let wire_bytes = per_conn
         .first()
@@ -250,6 +251,17 @@ fn config(frame_room: usize) -> Frames {
     );
     let what = format!("properties of {} distinct keys", body.len() / 23);
     (what, vec![shared(raw_frame(0, header.as_bytes(), &body))])
+}
+
+/// The two topic lists, small requests with the server's largest answers, in turn.
+fn topic_lists() -> Frames {
+    let all = format!(r#"{{"code":206{HEADER_TAIL}"#);
+    let by_cluster = format!(r#"{{"code":224,"extFields":{{"cluster":"{CLUSTER}"}}{HEADER_TAIL}"#);
+    let frames = [all, by_cluster]
+        .iter()
+        .map(|header| Bytes::from(raw_frame(0, header.as_bytes(), b"")))
+        .collect();
+    ("GET_ALL_TOPIC_LIST and GET_TOPICS_BY_CLUSTER in turn".to_owned(), vec![frames])
 }
 
 /// REGISTER_BROKER frames of the body variants, one broker per connection.
