@@ -338,4 +338,3 @@ mod tests {
         assert!(limits.send(reserve(60)).await.ok().flatten().is_some());
     }
 }
-

@@ -12,8 +12,7 @@ use std::time::Instant;
 use actix::prelude::*;
 use bytes::Bytes;
 use rmq_protocol::body::{
-    ClusterInfo, DataVersion, GetBrokerMemberGroupResponseBody, KvTable, QueueData,
-    TopicRouteData,
+    ClusterInfo, DataVersion, GetBrokerMemberGroupResponseBody, KvTable, QueueData, TopicRouteData,
 };
 
 use crate::route::{

@@ -9,9 +9,9 @@ mod queries;
 mod register;
 mod snapshot;
 mod tables;
-mod topic_map;
 #[cfg(test)]
 mod tests;
+mod topic_map;
 mod topics;
 
 pub use ids::{

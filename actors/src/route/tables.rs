@@ -9,10 +9,10 @@ use std::time::{Duration, Instant};
 
 use rmq_protocol::body::{BrokerData, DataVersion, TopicQueueMappingInfo};
 
-use super::topic_map::TopicMap;
 use super::ids::{
     BrokerAddr, BrokerId, BrokerInstance, BrokerName, ClusterName, ConnId, TopicName,
 };
+use super::topic_map::TopicMap;
 
 /// Java's `DEFAULT_BROKER_CHANNEL_EXPIRED_TIME`: a broker silent for this long is dropped.
 pub const DEFAULT_BROKER_EXPIRY: Duration = Duration::from_secs(120);

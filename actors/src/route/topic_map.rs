@@ -144,9 +144,10 @@ impl TopicMap {
         // A table is bounded far below 2^32 topics by the frames that fill it.
         let position = u32::try_from(at).unwrap_or(u32::MAX);
         let (records, hasher) = (&self.records, &self.hasher);
-        self.index.insert_unique(self.hasher.hash_one(name), position, |&at| {
-            hasher.hash_one(records[at as usize].name.as_str())
-        });
+        self.index
+            .insert_unique(self.hasher.hash_one(name), position, |&at| {
+                hasher.hash_one(records[at as usize].name.as_str())
+            });
         self.names_version += 1;
         self.records.push(Record {
             name: CompactString::from(name),
@@ -292,7 +293,10 @@ mod tests {
             let expected = i % 3 != 0 && !name.ends_with('7');
             assert_eq!(map.contains(name), expected, "{name}");
             if expected {
-                assert_eq!(map.get(name).and_then(|q| q.get("b")), Some(&queues(i as i32)));
+                assert_eq!(
+                    map.get(name).and_then(|q| q.get("b")),
+                    Some(&queues(i as i32))
+                );
             }
         }
         assert_eq!(map.len(), map.names().count());

@@ -261,7 +261,10 @@ fn topic_lists() -> Frames {
         .iter()
         .map(|header| Bytes::from(raw_frame(0, header.as_bytes(), b"")))
         .collect();
-    ("GET_ALL_TOPIC_LIST and GET_TOPICS_BY_CLUSTER in turn".to_owned(), vec![frames])
+    (
+        "GET_ALL_TOPIC_LIST and GET_TOPICS_BY_CLUSTER in turn".to_owned(),
+        vec![frames],
+    )
 }
 
 /// REGISTER_BROKER frames of the body variants, one broker per connection.

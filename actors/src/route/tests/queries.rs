@@ -203,12 +203,18 @@ fn topic_lists() {
     assert_eq!(names(list(t.unit_topics())), vec!["both", "unit"]);
     assert_eq!(names(list(t.has_unit_sub_topics())), vec!["both", "sub"]);
     assert_eq!(names(list(t.has_unit_sub_ununit_topics())), vec!["sub"]);
-    assert_eq!(names(list(t.topics_by_cluster("c2"))), vec![BASE_TOPIC, "other"]);
+    assert_eq!(
+        names(list(t.topics_by_cluster("c2"))),
+        vec![BASE_TOPIC, "other"]
+    );
     assert!(list(t.topics_by_cluster("nope")).topic_list.is_empty());
     let sys = list(t.system_topics());
     assert_eq!(names(sys.clone()), vec!["b1", "b2", "c1", "c2"]);
     assert_eq!(sys.broker_addr.as_deref(), Some("127.0.0.1:1"));
-    assert_eq!(list(RouteTables::default().system_topics()).broker_addr, None);
+    assert_eq!(
+        list(RouteTables::default().system_topics()).broker_addr,
+        None
+    );
 }
 
 #[test]
