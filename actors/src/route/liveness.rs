@@ -13,7 +13,7 @@ use super::ids::{
 };
 use super::register::TOPICS_PER_STEP;
 use super::tables::{LiveBroker, MinIdChange, RouteChanges, RouteTables};
-use super::topic_map::TopicQueues;
+use super::topic_map::GroupQueues;
 
 /// One broker instance to remove (UNREGISTER_BROKER, connection close, expiry).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -309,7 +309,7 @@ impl Sweep {
     fn keep(
         &self,
         topic: &str,
-        entry: &mut TopicQueues,
+        entry: &mut GroupQueues,
         changes: &mut RouteChanges,
         removals: &mut u64,
     ) -> bool {

@@ -28,6 +28,7 @@ pub use snapshot::{
     NO_CONNECTION, SNAPSHOT_FORMAT,
 };
 pub use tables::{
-    BrokerGroup, LiveBroker, MinIdChange, Queues, RouteChanges, RouteCounters, RouteOptions,
-    RouteTables, DEFAULT_BROKER_EXPIRY, SYNC_BROKER_MEMBER_GROUP_PREFIX,
+    BrokerGroup, LiveBroker, MinIdChange, RouteChanges, RouteCounters, RouteOptions, RouteTables,
+    DEFAULT_BROKER_EXPIRY, SYNC_BROKER_MEMBER_GROUP_PREFIX,
 };
+pub use topic_map::Queues;

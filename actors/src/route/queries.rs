@@ -10,9 +10,8 @@ use rmq_protocol::fastjson::JsonStyle;
 use serde::Serialize;
 
 use super::ids::{BrokerId, BrokerInstance, BrokerName, MASTER_ID};
-use super::tables::{
-    BrokerGroup, LiveBroker, Queues, RouteTables, SYNC_BROKER_MEMBER_GROUP_PREFIX,
-};
+use super::tables::{BrokerGroup, LiveBroker, RouteTables, SYNC_BROKER_MEMBER_GROUP_PREFIX};
+use super::topic_map::Queues;
 
 /// A topic with its queues per broker group (the status page).
 pub type TopicQueues = (String, Vec<(String, Queues)>);

@@ -16,7 +16,8 @@ use tracing::{debug, info, warn};
 use super::ids::{
     BrokerAddr, BrokerId, BrokerInstance, BrokerName, ClusterName, ConnId, TopicName, MASTER_ID,
 };
-use super::tables::{BrokerGroup, LiveBroker, MinIdChange, Queues, RouteTables};
+use super::tables::{BrokerGroup, LiveBroker, MinIdChange, RouteTables};
+use super::topic_map::Queues;
 
 /// A registration's topic table: shared, so the registry never has to free a large one on its
 /// own thread (the connection that decoded it drops the last reference), and fingerprinted, so a

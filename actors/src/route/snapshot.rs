@@ -15,8 +15,8 @@ use serde::{Deserialize, Serialize};
 use super::ids::{
     BrokerAddr, BrokerId, BrokerInstance, BrokerName, ClusterName, ConnId, TopicName,
 };
-use super::tables::{BrokerGroup, LiveBroker, Queues, RouteTables};
-use super::topic_map::TopicQueues;
+use super::tables::{BrokerGroup, LiveBroker, RouteTables};
+use super::topic_map::{GroupQueues, Queues};
 
 /// The format of the snapshots this build writes; another one is ignored at start.
 pub const SNAPSHOT_FORMAT: u32 = 1;
@@ -237,7 +237,7 @@ impl RouteTables {
             );
         }
         for record in snapshot.topics {
-            let mut entry = TopicQueues::default();
+            let mut entry = GroupQueues::default();
             for (broker, read, write, perm, sys_flag) in record.queues {
                 let name = self.intern_broker_name(&BrokerName::new(&broker));
                 let queues = Queues {

@@ -87,15 +87,6 @@ impl LiveBroker {
     }
 }
 
-/// The queues one broker group serves for one topic (a QueueData without its broker name).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Queues {
-    pub read: i32,
-    pub write: i32,
-    pub perm: i32,
-    pub sys_flag: i32,
-}
-
 /// Routes that changed: some topics, or all of them.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RouteChanges {

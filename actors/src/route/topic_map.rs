@@ -14,13 +14,21 @@ use hashbrown::HashTable;
 use smallvec::SmallVec;
 
 use super::ids::BrokerName;
-use super::tables::Queues;
+
+/// The queues one broker group serves for one topic (a QueueData without its broker name).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Queues {
+    pub read: i32,
+    pub write: i32,
+    pub perm: i32,
+    pub sys_flag: i32,
+}
 
 /// One topic's queues per broker group, ordered by group name (the order routes list them in).
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub(super) struct TopicQueues(SmallVec<[(BrokerName, Queues); 2]>);
+pub(super) struct GroupQueues(SmallVec<[(BrokerName, Queues); 2]>);
 
-impl TopicQueues {
+impl GroupQueues {
     fn position(&self, name: &str) -> Result<usize, usize> {
         self.0.binary_search_by(|(n, _)| n.as_str().cmp(name))
     }
@@ -87,7 +95,7 @@ impl TopicQueues {
 #[derive(Debug)]
 struct Record {
     name: CompactString,
-    queues: TopicQueues,
+    queues: GroupQueues,
 }
 
 /// Every topic with its queues. See the module docs.
@@ -127,16 +135,16 @@ impl TopicMap {
         self.find(name).is_some()
     }
 
-    pub(super) fn get(&self, name: &str) -> Option<&TopicQueues> {
+    pub(super) fn get(&self, name: &str) -> Option<&GroupQueues> {
         self.find(name).map(|at| &self.records[at].queues)
     }
 
-    pub(super) fn get_mut(&mut self, name: &str) -> Option<&mut TopicQueues> {
+    pub(super) fn get_mut(&mut self, name: &str) -> Option<&mut GroupQueues> {
         self.find(name).map(|at| &mut self.records[at].queues)
     }
 
     /// The queues of `name`, a new empty topic if it has none; and whether it is new.
-    pub(super) fn get_or_insert(&mut self, name: &str) -> (&mut TopicQueues, bool) {
+    pub(super) fn get_or_insert(&mut self, name: &str) -> (&mut GroupQueues, bool) {
         if let Some(at) = self.find(name) {
             return (&mut self.records[at].queues, false);
         }
@@ -151,31 +159,31 @@ impl TopicMap {
         self.names_version += 1;
         self.records.push(Record {
             name: CompactString::from(name),
-            queues: TopicQueues::default(),
+            queues: GroupQueues::default(),
         });
         (&mut self.records[at].queues, true)
     }
 
     /// Puts `queues` into the topic's record, making it if needed.
-    pub(super) fn insert(&mut self, name: &str, queues: TopicQueues) {
+    pub(super) fn insert(&mut self, name: &str, queues: GroupQueues) {
         *self.get_or_insert(name).0 = queues;
     }
 
-    pub(super) fn remove(&mut self, name: &str) -> Option<TopicQueues> {
+    pub(super) fn remove(&mut self, name: &str) -> Option<GroupQueues> {
         let at = self.find(name)?;
         self.remove_at(at)
     }
 
     /// The topic at position `at` (positions run from 0 to `len`; a removal moves the last
     /// topic into the hole it leaves).
-    pub(super) fn at_mut(&mut self, at: usize) -> Option<(&str, &mut TopicQueues)> {
+    pub(super) fn at_mut(&mut self, at: usize) -> Option<(&str, &mut GroupQueues)> {
         self.records
             .get_mut(at)
             .map(|r| (r.name.as_str(), &mut r.queues))
     }
 
     /// Removes the topic at position `at`; the last topic takes its place.
-    pub(super) fn remove_at(&mut self, at: usize) -> Option<TopicQueues> {
+    pub(super) fn remove_at(&mut self, at: usize) -> Option<GroupQueues> {
         let hash = self.hash(&self.records.get(at)?.name);
         if let Ok(found) = self.index.find_entry(hash, |&p| p as usize == at) {
             found.remove();
@@ -195,7 +203,7 @@ impl TopicMap {
     }
 
     /// Keeps the topics `keep` answers true for (it may change their queues).
-    pub(super) fn retain(&mut self, mut keep: impl FnMut(&str, &mut TopicQueues) -> bool) {
+    pub(super) fn retain(&mut self, mut keep: impl FnMut(&str, &mut GroupQueues) -> bool) {
         let before = self.records.len();
         self.records
             .retain_mut(|record| keep(&record.name, &mut record.queues));
@@ -231,11 +239,11 @@ impl TopicMap {
         }
     }
 
-    pub(super) fn iter(&self) -> impl Iterator<Item = (&str, &TopicQueues)> {
+    pub(super) fn iter(&self) -> impl Iterator<Item = (&str, &GroupQueues)> {
         self.records.iter().map(|r| (r.name.as_str(), &r.queues))
     }
 
-    pub(super) fn iter_mut(&mut self) -> impl Iterator<Item = (&str, &mut TopicQueues)> {
+    pub(super) fn iter_mut(&mut self) -> impl Iterator<Item = (&str, &mut GroupQueues)> {
         self.records
             .iter_mut()
             .map(|r| (r.name.as_str(), &mut r.queues))
@@ -261,7 +269,7 @@ mod tests {
 
     #[test]
     fn groups_stay_ordered_by_name() {
-        let mut topic = TopicQueues::default();
+        let mut topic = GroupQueues::default();
         for name in ["b", "c", "a"] {
             assert!(topic.set(&BrokerName::new(name), queues(1)));
         }

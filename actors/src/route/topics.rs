@@ -7,7 +7,8 @@ use rmq_protocol::body::{perm, QueueData};
 use tracing::{info, warn};
 
 use super::ids::BrokerName;
-use super::tables::{Queues, RouteTables};
+use super::tables::RouteTables;
+use super::topic_map::Queues;
 
 impl RouteTables {
     /// REGISTER_TOPIC_IN_NAMESRV (docs/route-rules.md#registering-a-topic): every QueueData's broker group must be known.
