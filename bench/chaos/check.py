@@ -52,18 +52,28 @@ def load(workdir):
 DEPOSED_SLACK_S = 1.0
 
 
-def deposed_windows(records, changes):
-    """[(group, from, to, fault)]: from a master change of a group whose master was cut from the
-    controllers (minus the sampling slack) until that fault's heal plus 10 s."""
+def deposed_windows(history, records, changes, nodes):
+    """[(group, from, to, fault)]: for each time the controller moved a group's master away from
+    broker X, from that change (minus the sampling slack) until X itself reports that it is no
+    longer master at its old epoch (its 1007 answer: another id, or a newer epoch), plus the
+    slack. Inside such a window X is a deposed master that may still take writes."""
+    broker_of = {f"{addr}:10911": name for name, addr in nodes.items()}
+    reports = defaultdict(list)
+    for e in history:
+        if e["k"] == "broker" and "id" in e:
+            reports[e["b"]].append(e)
     out = []
-    for n, r in enumerate(records):
-        group = r["detail"].get("group")
-        if not group or r["name"] not in ("master-ctl-cut", "heal-mid-election"):
-            continue
-        until = min(r["heal"] + 10, records[n + 1]["start"] if n + 1 < len(records) else float("inf"))
-        elected = [c for c in changes.get(group, []) if r["start"] < c[0] <= until]
-        if elected:
-            out.append((group, elected[0][0] - DEPOSED_SLACK_S, r["heal"] + 10, r["name"]))
+    for group, seq in changes.items():
+        previous = None
+        for t, epoch, master in seq:
+            if previous and master != previous and broker_of.get(previous):
+                old = broker_of[previous]
+                learned = next((r["t"] for r in reports[old] if r["t"] > t and (r["id"] != 0 or r["epoch"] >= epoch)),
+                               float("inf"))
+                fault = next((r["name"] for r in reversed(records) if r["start"] <= t), "before the first fault")
+                out.append((group, t - DEPOSED_SLACK_S, learned + DEPOSED_SLACK_S, fault))
+            if master:
+                previous = master
     return out
 
 
@@ -230,7 +240,7 @@ def check_run(workdir, records, bound=None):
     namesrvs = sorted({e["ns"] for e in history if e["k"] == "route"})
     violations = []
     changes = check_epochs(history, violations)
-    messages = check_lost(sends, consumed, violations, deposed_windows(records, changes), run["wall"])
+    messages = check_lost(sends, consumed, violations, deposed_windows(history, records, changes, run["nodes"]), run["wall"])
     check_routes_back(history, violations)
     effects = fault_effects(history, records, changes, namesrvs, bound, violations)
     kv = check_kv(history, violations)
@@ -250,8 +260,8 @@ def print_report(report):
               f"{_s(eff['converge_s'])} after the heal  {json.dumps(eff['detail'])}")
     m = report["messages"]
     print(f"# messages: {m['sent_keys']} keys, {m['acked']} acknowledged, {m['failed_attempts']} failed attempts; "
-          f"read {m['read']}: lost {m['lost']} ({m['lost_to_deposed_master']} acknowledged by a deposed master cut from "
-          f"the controllers: the 5.5.0 broker's, see README), duplicated {m['duplicated']}, stored unacknowledged "
+          f"read {m['read']}: lost {m['lost']} ({m['lost_to_deposed_master']} acknowledged by a deposed master before it "
+          f"learned it was replaced: the 5.5.0 broker's, see README), duplicated {m['duplicated']}, stored unacknowledged "
           f"{m['stored_unacked']}")
     for ex in m["deposed_examples"]:
         print(f"#   lost to a deposed master: {json.dumps(ex)}")

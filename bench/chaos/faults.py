@@ -62,6 +62,22 @@ class NamesrvCutFromBrokers:
         env.net.heal()
 
 
+class LeaderCutFromBrokers:
+    name = "leader-broker-cut"
+    about = "the controller leader's NameServer cut from every broker, both ways (it keeps its lease)"
+
+    def apply(self, env, rng):
+        self.node = env.controller_leader()
+        env.net.partition([self.node], list(env.cluster.brokers))
+        return {"cut": self.node, "from": list(env.cluster.brokers), "leader": True}
+
+    def hold(self, rng):
+        return 20
+
+    def heal(self, env):
+        env.net.heal()
+
+
 class EtcdKill:
     name = "etcd-kill"
     about = "one etcd member SIGKILLed, restarted on its data"
@@ -137,5 +153,6 @@ class HealDuringElection:
 
 
 ALL = [LeaderCutFromEtcd, MasterCutFromController, NamesrvCutFromBrokers, EtcdKill, NamesrvPause,
-       SlowMasterSlave, HealDuringElection]
+       SlowMasterSlave, HealDuringElection, LeaderCutFromBrokers]
+BY_NAME = {kind.name: kind for kind in ALL}
 CI = [MasterCutFromController, LeaderCutFromEtcd, NamesrvPause, HealDuringElection]

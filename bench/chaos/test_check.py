@@ -67,6 +67,14 @@ class Rules(unittest.TestCase):
         self.assertEqual((m["lost"], m["lost_to_deposed_master"]), (2, 1))
         self.assertEqual([x["key"] for x in v], ["c-1"])
 
+    def test_deposed_window_lasts_until_the_old_master_knows(self):
+        history = [sync(1, 1, A), {"t": 1, "k": "broker", "b": "g-0", "id": 0, "epoch": 1},
+                   sync(5, 2, B), {"t": 6, "k": "broker", "b": "g-0", "id": 0, "epoch": 1},
+                   {"t": 9, "k": "broker", "b": "g-0", "id": 2, "epoch": 2}]
+        changes = check.check_epochs(history, [])
+        windows = check.deposed_windows(history, [], changes, {"g-0": A.split(":")[0], "g-1": B.split(":")[0]})
+        self.assertEqual(windows, [("g", 4.0, 10.0, "before the first fault")])
+
     def test_kv(self):
         puts = [{"t": 1, "k": "kv_put", "ns": "ns0", "key": "k", "value": "v1", "ok": True},
                 {"t": 2, "k": "kv_put", "ns": "ns1", "key": "k", "value": "v2", "ok": False}]
