@@ -201,6 +201,8 @@ def fault_effects(history, records, changes, namesrvs, bound, violations):
         before = [e for e in leaders if e["t"] <= r["start"]]
         moved = [e for e in leaders if r["start"] < e["t"] < until and before and e["ns"] != before[-1]["ns"]]
         eff["new_leader_s"] = round(moved[0]["t"] - r["start"], 2) if moved else None
+        puts = [e for e in history if e["k"] == "kv_put" and r["start"] <= e["t"] < min(until, r["heal"] + 15)]
+        eff["kv_refused"] = f"{sum(1 for e in puts if not e['ok'])}/{len(puts)}" if puts else None
         conv = converged_at(history, r["heal"], namesrvs)
         eff["converge_s"] = round(conv - r["heal"], 2) if conv is not None else None
         if conv is None or conv - r["heal"] > bound:
@@ -257,7 +259,8 @@ def print_report(report):
     for eff in report["effects"]:
         print(f"# fault {eff['fault']:18} at {eff['start']:7.1f} s, healed {eff['heal']:7.1f} s: new master "
               f"{_s(eff.get('new_master_s'))}, new leader {_s(eff.get('new_leader_s'))}, routes converged "
-              f"{_s(eff['converge_s'])} after the heal  {json.dumps(eff['detail'])}")
+              f"{_s(eff['converge_s'])} after the heal, KV writes refused {eff.get('kv_refused') or '-'}  "
+              f"{json.dumps(eff['detail'])}")
     m = report["messages"]
     print(f"# messages: {m['sent_keys']} keys, {m['acked']} acknowledged, {m['failed_attempts']} failed attempts; "
           f"read {m['read']}: lost {m['lost']} ({m['lost_to_deposed_master']} acknowledged by a deposed master before it "
