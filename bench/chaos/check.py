@@ -140,28 +140,35 @@ def check_epochs(history, violations):
     return changes
 
 
+ROUTE_SLACK_S = 1.0
+
+
 def check_routes_back(history, violations):
-    """Rule 3 on the NameServers' routes."""
-    newest = defaultdict(dict)  # group -> master addr -> newest epoch it was made master at, so far
-    per_ns = {}
+    """Rule 3 on the NameServers' routes. A route may show a new master before the next 1006
+    sample does (they are polled apart): a master's epoch is the newest the controller made it
+    master at up to ROUTE_SLACK_S after the route sample."""
+    made = defaultdict(list)  # group -> [(t, master, epoch)]
     for e in history:
         if e["k"] == "sync" and "groups" in e:
             for g, info in e["groups"].items():
                 if info.get("master") and info.get("epoch") is not None:
-                    m = info["master"]
-                    newest[g][m] = max(newest[g].get(m, 0), info["epoch"])
-        elif e["k"] == "route" and "route" in e:
-            for g, addrs in e["route"].items():
-                master = addrs.get("0")
-                if not master or master not in newest[g]:
-                    continue
-                epoch = newest[g][master]
-                key = (e["ns"], g)
-                prev = per_ns.get(key)
-                if prev and epoch < prev[0] and master != prev[1]["route"][g].get("0"):
-                    violations.append({"kind": "route went back to an older master", "ns": e["ns"], "group": g,
-                                       "ops": [prev[1], e], "epochs": [prev[0], epoch]})
-                per_ns[key] = (epoch, e)
+                    made[g].append((e["t"], info["master"], info["epoch"]))
+    per_ns = {}
+    for e in history:
+        if e["k"] != "route" or "route" not in e:
+            continue
+        for g, addrs in e["route"].items():
+            master = addrs.get("0")
+            epochs = [ep for t, m, ep in made.get(g, []) if m == master and t <= e["t"] + ROUTE_SLACK_S]
+            if not master or not epochs:
+                continue
+            epoch = max(epochs)
+            key = (e["ns"], g)
+            prev = per_ns.get(key)
+            if prev and epoch < prev[0] and master != prev[1]["route"][g].get("0"):
+                violations.append({"kind": "route went back to an older master", "ns": e["ns"], "group": g,
+                                   "ops": [prev[1], e], "epochs": [prev[0], epoch]})
+            per_ns[key] = (epoch, e)
 
 
 def converged_at(history, since, namesrvs):

@@ -33,7 +33,7 @@ sys.dont_write_bytecode = True
 
 import check  # noqa: E402
 import faults  # noqa: E402
-from cluster import BROKER_PORT, GROUPS, NS_PORT, Cluster, interop, wait_for  # noqa: E402
+from cluster import GROUPS, NS_PORT, Cluster, interop, wait_for  # noqa: E402
 from net import Net  # noqa: E402
 from recorder import Recorder, call, parse  # noqa: E402
 

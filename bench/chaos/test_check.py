@@ -52,6 +52,10 @@ class Rules(unittest.TestCase):
         v = []
         check.check_routes_back(history[:4], v)
         self.assertEqual(v, [])
+        # the route names the new master a moment before the controller's next sample does
+        v = []
+        check.check_routes_back(history[:4] + [route(3, "ns0", A, B), sync(3.2, 3, A)], v)
+        self.assertEqual(v, [])
 
     def test_convergence(self):
         history = [sync(1, 2, B), route(1, "ns0", A, B), route(1, "ns1", B, A), route(4, "ns0", B, A)]
