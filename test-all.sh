@@ -52,6 +52,9 @@ check_tools() {
   fi
   command -v openssl >/dev/null 2>&1 || lack openssl openssl
   command -v unshare >/dev/null 2>&1 || lack unshare util-linux
+  # bench/chaos/: a network namespace per node, links cut with iptables.
+  command -v ip >/dev/null 2>&1 || lack ip iproute2
+  command -v iptables >/dev/null 2>&1 || lack iptables iptables
   # deploy/: check.sh builds helm and k8scheck with Go (above), image.sh builds the image with
   # podman and smoke-tests it with curl.
   command -v podman >/dev/null 2>&1 || lack podman podman
@@ -97,6 +100,10 @@ deploy/image.sh --binary target/release/rmq-namesrv --smoke --config deploy/.cac
 
 echo "== interop peers (cached in interop/.cache/)"
 interop/setup.sh
+
+echo "== partitions, short (bench/chaos/README.md): 4 faults, nothing acknowledged lost to our server"
+python3 bench/chaos/test_check.py
+python3 bench/chaos/run.py --ci
 
 echo "== interop suite"
 python3 interop/run.py
