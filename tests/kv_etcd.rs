@@ -391,3 +391,36 @@ fn etcd_backend_without_endpoints_is_refused_naming_the_key() {
         .to_string();
     assert!(err.contains("kv.etcd_endpoints"), "{err}");
 }
+
+/// One of the endpoints is down (nothing listens there): the requests that reach it fail at
+/// the transport and the client moves on to the other, so once a write is taken every later
+/// one is (a balanced channel kept choosing the dead endpoint: a member killed out of three
+/// failed a third of the writes until it came back).
+#[actix::test]
+async fn an_endpoint_that_is_down_is_left_for_one_that_answers() {
+    let etcd = support::etcd::start();
+    let dead = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+        listener.local_addr().expect("its address")
+    };
+    let mut config = etcd_config(
+        &etcd,
+        &format!("/dead-endpoint-{}", support::etcd::unique()),
+    );
+    config.kv.etcd_endpoints = format!("{dead},{}", etcd.endpoint());
+    let server = start_server(config);
+    let mut conn = dial(server.local_addr()).await;
+    put_when_connected(&mut conn, put_kv("ns", "first", "v"), CONNECTED).await;
+    for i in 0..20 {
+        let resp = conn
+            .request(put_kv("ns", &format!("k{i}"), "v"))
+            .await
+            .unwrap();
+        assert_eq!(resp.code, 0, "write {i}: {:?}", resp.remark);
+    }
+    assert_eq!(
+        value_of(server.local_addr(), "ns", "k19").await.as_deref(),
+        Some("v")
+    );
+    server.stop().await;
+}

@@ -14,9 +14,10 @@
 //! for a token that every request carries as its `token` metadata; a unary request refused for
 //! an expired token gets a new one and is sent again, once.
 //!
-//! Nothing else here holds a connection open or retries: the channel connects on the first
-//! request and again after a failure, and what to do about a failure is the caller's
-//! (`etcd_call`).
+//! Nothing else here holds a connection open or retries: each endpoint's channel connects on the
+//! first request sent to it and again after a failure, requests go to one endpoint until it
+//! fails and then to the next (`failover.rs`), and what to do about a failed request is the
+//! caller's (`etcd_call`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,11 +26,11 @@ use rmq_transport::Secret;
 use tonic::codegen::http::uri::{InvalidUri, Uri};
 use tonic::metadata::AsciiMetadataValue;
 use tonic::service::interceptor::InterceptedService;
-use tonic::transport::channel::Change;
 use tonic::transport::{Certificate, ClientTlsConfig, Endpoint, Identity};
 
 use pb::etcdserverpb::{auth_client::AuthClient as PbAuthClient, AuthenticateRequest};
 
+mod failover;
 mod kv;
 mod lease;
 mod watch;
@@ -215,7 +216,7 @@ impl tonic::service::Interceptor for Metadata {
 }
 
 /// The channel every service client of one [`Client`] shares.
-type Channel = InterceptedService<tonic::transport::Channel, Metadata>;
+type Channel = InterceptedService<failover::Failover, Metadata>;
 
 /// A client's user, and where its token is renewed: cloned with the service clients.
 #[derive(Clone)]
@@ -298,9 +299,9 @@ pub struct Client {
 
 impl Client {
     /// A client of `endpoints` (`host:port`, `http://host:port` or, with TLS,
-    /// `https://host:port`), its requests balanced over them. The channel connects lazily: an
-    /// endpoint that is down fails the requests sent to it, not this call, except that a
-    /// client with a user authenticates here.
+    /// `https://host:port`): its requests go to the first until it fails, then to the next
+    /// (`failover.rs`). The channels connect lazily: an endpoint that is down fails the request
+    /// sent to it, not this call, except that a client with a user authenticates here.
     pub async fn connect<E: AsRef<str>, S: AsRef<[E]>>(
         endpoints: S,
         options: Option<ConnectOptions>,
@@ -314,14 +315,8 @@ impl Client {
         if endpoints.is_empty() {
             return Err(Error::InvalidArgs("empty endpoints".into()));
         }
-        let (channel, changes) = tonic::transport::Channel::balance_channel(endpoints.len());
-        for endpoint in endpoints {
-            // Room for every endpoint was made above, and the receiver lives in `channel`.
-            changes
-                .try_send(Change::Insert(endpoint.uri().clone(), endpoint))
-                .map_err(|e| Error::InvalidArgs(format!("cannot add an endpoint: {e}")))?;
-        }
-        Self::over(channel, &options).await
+        let channels = endpoints.iter().map(Endpoint::connect_lazy).collect();
+        Self::over(failover::Failover::new(channels), &options).await
     }
 
     /// A client of the one endpoint `url`, connected now (TCP, TLS handshake, HTTP/2): a
@@ -329,14 +324,11 @@ impl Client {
     /// the first request. What the start's check of the settings uses.
     pub async fn connect_now(url: &str, options: ConnectOptions) -> Result<Self, Error> {
         let channel = endpoint(url, &options)?.connect().await?;
-        Self::over(channel, &options).await
+        Self::over(failover::Failover::new(vec![channel]), &options).await
     }
 
     /// The service clients on `channel`, authenticated when the options have a user.
-    async fn over(
-        channel: tonic::transport::Channel,
-        options: &ConnectOptions,
-    ) -> Result<Self, Error> {
+    async fn over(channel: failover::Failover, options: &ConnectOptions) -> Result<Self, Error> {
         let plain = Metadata {
             require_leader: options.require_leader,
             token: None,
@@ -383,6 +375,10 @@ impl Client {
     }
 }
 
+/// How often an idle connection to etcd is pinged, and how long a ping may go unanswered.
+const KEEP_ALIVE_INTERVAL: Duration = Duration::from_secs(3);
+const KEEP_ALIVE_TIMEOUT: Duration = Duration::from_secs(3);
+
 /// The endpoint of `url`: with TLS when the security has a CA (a bare `host:port` then means
 /// `https://`), plain HTTP/2 otherwise; a scheme that contradicts the security is refused.
 fn endpoint(url: &str, options: &ConnectOptions) -> Result<Endpoint, Error> {
@@ -407,7 +403,12 @@ fn endpoint(url: &str, options: &ConnectOptions) -> Result<Endpoint, Error> {
         (None, None) => format!("http://{url}").parse()?,
         (None, Some(_)) => format!("https://{url}").parse()?,
     };
-    let mut endpoint = tonic::transport::Channel::builder(uri);
+    // HTTP/2 pings find a member cut off behind an open connection (no reset ever comes): the
+    // connection breaks, and the next request goes to another endpoint.
+    let mut endpoint = tonic::transport::Channel::builder(uri)
+        .http2_keep_alive_interval(KEEP_ALIVE_INTERVAL)
+        .keep_alive_timeout(KEEP_ALIVE_TIMEOUT)
+        .keep_alive_while_idle(true);
     if let Some(timeout) = options.connect_timeout {
         endpoint = endpoint.connect_timeout(timeout);
     }
