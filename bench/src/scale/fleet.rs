@@ -46,7 +46,7 @@ impl Shape {
                 "groups and topics must be positive".into(),
             ));
         }
-        if spread > groups || per_group % spread != 0 {
+        if spread > groups || (spread < groups && per_group % spread != 0) {
             return Err(BenchError::Usage(format!(
                 "--spread {spread} must be at most --groups {groups} and divide --topics {per_group}"
             )));
@@ -59,9 +59,13 @@ impl Shape {
         })
     }
 
-    /// Distinct topics: every group's window of `per_group` topics starts `per_group / spread`
+    /// Distinct topics: `per_group` when every topic is on every group; else every group's window
+    /// of `per_group` topics starts `per_group / spread`
     /// after the previous one, so each topic is on exactly `spread` groups.
     pub fn distinct(&self) -> usize {
+        if self.spread == self.groups {
+            return self.per_group;
+        }
         self.groups * self.per_group / self.spread
     }
 
@@ -80,6 +84,9 @@ impl Shape {
 
     /// The topics of `group`.
     pub fn topics_of(&self, group: usize) -> Vec<String> {
+        if self.spread == self.groups {
+            return (0..self.per_group).map(|i| self.topic(i)).collect();
+        }
         let step = self.per_group / self.spread;
         let total = self.distinct();
         (0..self.per_group)
@@ -280,7 +287,7 @@ mod tests {
         assert_eq!(every.distinct(), 5);
         assert_eq!(every.topics_of(2), every.topics_of(0));
         assert_eq!(every.floor_bytes(), 5 * "STopic-0000000".len() + 16 * 15);
-        assert!(Shape::new(2, 5, 2, "S").is_err());
+        assert!(Shape::new(3, 5, 2, "S").is_err());
         assert!(Shape::new(2, 4, 3, "S").is_err());
     }
 }
