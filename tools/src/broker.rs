@@ -164,9 +164,20 @@ impl FakeBroker {
 
     /// This broker serving only `topics`.
     fn with_topics(&self, topics: &[String]) -> Self {
+        // Field by field: cloning `self` would copy the whole topic list once per chunk.
         Self {
+            cluster: self.cluster.clone(),
+            name: self.name.clone(),
+            id: self.id,
+            addr: self.addr.clone(),
+            ha_addr: self.ha_addr.clone(),
             topics: topics.to_vec(),
-            ..self.clone()
+            queues: self.queues,
+            perm: self.perm,
+            version: self.version,
+            enable_acting_master: self.enable_acting_master,
+            heartbeat_timeout_millis: self.heartbeat_timeout_millis,
+            zone: self.zone.clone(),
         }
     }
 
