@@ -85,6 +85,11 @@ cargo test --workspace --locked
 # Chaos and soak, short: faults injected, nothing may be lost (bench/SOAK.md). On the debug build
 # cargo test just made, so no second optimized build is needed for it.
 SOAK_PROFILE=dev bench/soak.sh 60s
+# The scale bench's smoke run (bench/SCALE.md): `rmq-bench scale` at two tiny points against our
+# debug server, through bench/scale.py, in about 15 s.
+cargo build --locked -p rmq-bench -p rmq-namesrv
+python3 bench/scale.py --smoke --servers ours --netns off --quiet \
+  --binary target/debug/rmq-namesrv --bench-binary target/debug/rmq-bench
 
 echo "== release build for the interop suite"
 cargo build --release --locked

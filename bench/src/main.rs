@@ -12,6 +12,7 @@
 //! rmq-bench cost [--max-bytes 16777216] [--only "json header"]      # in process, no server
 //! rmq-bench --addr 127.0.0.1:9876 --pid <server pid> hostile [--hostile 1,2] [--kinds ...]
 //! rmq-bench reference-server --listen 127.0.0.1:9877 --workers 2 --brokers 10  # until SIGTERM
+//! rmq-bench --addr 127.0.0.1:9876 --pid <server pid> scale --groups 2 --topics 100000 [--spread 2]
 //! ```
 //!
 //! `brokers` registers the broker groups of `routes` and holds them (connections open,
@@ -38,6 +39,7 @@ mod hostile;
 mod openloop;
 mod reference;
 mod routes;
+mod scale;
 mod startup;
 mod stats;
 mod storm;
@@ -134,6 +136,9 @@ enum Workload {
     Hostile(hostile::HostileArgs),
     /// A server answering every request with one pre-encoded route reply: the ceiling.
     ReferenceServer(reference::ReferenceArgs),
+    /// One point of the scale curve: register a table shape, then memory per entry, a
+    /// re-registration round with route probes, steady routes and the big reads.
+    Scale(scale::ScaleArgs),
 }
 
 fn main() -> ExitCode {
@@ -167,7 +172,8 @@ fn run(cli: &Cli) -> Result<serde_json::Value, BenchError> {
         | Workload::Storm(_)
         | Workload::Brokers(_)
         | Workload::Conns(_)
-        | Workload::Hostile(_) => tokio::runtime::Builder::new_multi_thread()
+        | Workload::Hostile(_)
+        | Workload::Scale(_) => tokio::runtime::Builder::new_multi_thread()
             .worker_threads(cli.common.threads.max(1))
             .enable_all()
             .build()
@@ -180,6 +186,7 @@ fn run(cli: &Cli) -> Result<serde_json::Value, BenchError> {
                         Workload::Brokers(args) => hold::run(&cli.common, args).await,
                         Workload::Conns(args) => conns::run(&cli.common, args).await,
                         Workload::Hostile(args) => hostile::run(&cli.common, args).await,
+                        Workload::Scale(args) => scale::run(&cli.common, args).await,
                         Workload::Startup(_) | Workload::ReferenceServer(_) | Workload::Cost(_) => {
                             Err(BenchError::Usage("unreachable".into()))
                         }

@@ -144,6 +144,43 @@ impl FakeBroker {
             .with_body(body)
     }
 
+    /// One registration round as a 5.x broker with `enableSplitRegistration=true` sends it
+    /// (`BrokerController.registerBrokerAll`): a REGISTER_BROKER of `chunk` topics each time its
+    /// table reaches `chunk` (`splitRegistrationSize`, 800 by default), then one with the rest,
+    /// sent even when the rest is empty. Every request carries the broker's one DataVersion and
+    /// is an ordinary 5.x registration otherwise. A `chunk` of 0 counts as 1.
+    pub fn register_split(&self, chunk: usize) -> Vec<RemotingCommand> {
+        let chunk = chunk.max(1);
+        let mut round: Vec<RemotingCommand> = self
+            .topics
+            .chunks(chunk)
+            .filter(|part| part.len() == chunk)
+            .map(|part| self.with_topics(part).register())
+            .collect();
+        let rest = &self.topics[round.len() * chunk..];
+        round.push(self.with_topics(rest).register());
+        round
+    }
+
+    /// This broker serving only `topics`.
+    fn with_topics(&self, topics: &[String]) -> Self {
+        // Field by field: cloning `self` would copy the whole topic list once per chunk.
+        Self {
+            cluster: self.cluster.clone(),
+            name: self.name.clone(),
+            id: self.id,
+            addr: self.addr.clone(),
+            ha_addr: self.ha_addr.clone(),
+            topics: topics.to_vec(),
+            queues: self.queues,
+            perm: self.perm,
+            version: self.version,
+            enable_acting_master: self.enable_acting_master,
+            heartbeat_timeout_millis: self.heartbeat_timeout_millis,
+            zone: self.zone.clone(),
+        }
+    }
+
     /// REGISTER_BROKER as a 4.9 broker with `compressedRegister=true` sends it.
     pub fn register_compressed(&self) -> RemotingCommand {
         let body = self.body().encode_compressed(false);
@@ -231,5 +268,31 @@ mod tests {
             2,
             "{body:?}"
         );
+    }
+
+    #[test]
+    fn split_rounds_chunk_as_a_5x_broker() {
+        let topics: Vec<String> = (0..5).map(|i| format!("T{i}")).collect();
+        let broker = FakeBroker::new(DEFAULT_CLUSTER, "b", 0, 10911, topics);
+        let sizes = |round: Vec<RemotingCommand>| -> Vec<usize> {
+            round
+                .iter()
+                .map(|cmd| {
+                    let body = RegisterBrokerBody::decode(
+                        cmd.body.as_deref(),
+                        false,
+                        cmd.version,
+                        1 << 20,
+                    )
+                    .unwrap();
+                    assert_eq!(body.topic_config_wrapper.data_version, broker.version);
+                    body.topic_config_wrapper.topic_config_table.len()
+                })
+                .collect()
+        };
+        assert_eq!(sizes(broker.register_split(2)), [2, 2, 1]);
+        // The last request is sent even when the table divides evenly.
+        assert_eq!(sizes(broker.register_split(5)), [5, 0]);
+        assert_eq!(sizes(broker.register_split(800)), [5]);
     }
 }
