@@ -18,10 +18,13 @@
 //! leader key created at revision W, every change below W has already been reported, and
 //! `Leadership { is_self: true, caught_up: W }` arrives after them.
 //!
-//! Whatever breaks (the connection, the watch, the lease), the actor starts over from a fresh
-//! connection, lease and read, after a bounded backoff. A leader first reports that it is no
-//! longer one: stepping down early is harmless, serving as a leader on a lease that may be gone
-//! is not.
+//! A watch or a keep-alive stream that breaks at the transport (its etcd member killed or cut
+//! off) is opened again on the next endpoint, the watch from the revision after the last one it
+//! reported and the lease while it certainly lives, so a minority member lost costs no
+//! leadership. Whatever else breaks (every endpoint, the lease, a compacted watch), the actor
+//! starts over from a fresh connection, lease and read, after a bounded backoff. A leader first
+//! reports that it is no longer one: stepping down early is harmless, serving as a leader on a
+//! lease that may be gone is not.
 
 use std::time::Duration;
 
@@ -152,6 +155,18 @@ pub struct EtcdStore {
     backoff: Duration,
     view: LeaderView,
     campaigning: bool,
+    /// The revision the watch delivers from when it is opened again: one past the last change
+    /// it reported.
+    watch_from: Revision,
+    /// Streams opened again in a row without an answer on them (watch and keep-alive counted
+    /// apart): past one per endpoint, every endpoint failed and the session starts over.
+    reopened: Reopened,
+}
+
+#[derive(Default)]
+struct Reopened {
+    watch: usize,
+    keep_alive: usize,
 }
 
 impl EtcdStore {
@@ -171,6 +186,8 @@ impl EtcdStore {
             backoff: FIRST_BACKOFF,
             view: LeaderView::default(),
             campaigning: false,
+            watch_from: 0,
+            reopened: Reopened::default(),
         }
     }
 
@@ -215,6 +232,7 @@ impl EtcdStore {
             self.stale_lease = Some(session.lease);
         }
         self.campaigning = false;
+        self.reopened = Reopened::default();
         let delay = self.backoff;
         self.backoff = (self.backoff * 2).min(MAX_BACKOFF);
         let generation = self.generation;
@@ -280,8 +298,9 @@ impl EtcdStore {
         self.events.do_send(StoreEvent::Loaded { sets });
         self.leader_key(ctx, leader);
 
-        self.keep_alive(ctx, keeper, stream, ttl, deadline);
-        self.watch(ctx, revision + 1);
+        self.keep_alive(ctx, keeper, stream, (ttl, deadline), ttl / 3);
+        self.watch_from = revision + 1;
+        self.watch(ctx);
     }
 
     /// The leader key is now `kv` (`None`: nobody holds it, so we run).
@@ -354,39 +373,78 @@ impl EtcdStore {
         )));
     }
 
-    /// Renews the lease every third of its TTL; a renewal that fails or does not come back
-    /// before the lease's deadline loses the lease.
+    /// Renews the lease every third of its TTL (the first time after `wait`); a renewal that
+    /// fails or does not come back before the lease's deadline loses the lease, unless only its
+    /// stream broke: then it is opened again.
     fn keep_alive(
         &mut self,
         ctx: &mut Context<Self>,
         keeper: LeaseKeeper,
         stream: LeaseKeepAliveStream,
-        ttl: Duration,
-        deadline: Instant,
+        (ttl, deadline): (Duration, Instant),
+        wait: Duration,
     ) {
         let generation = self.generation;
-        let renewing = renew(keeper, stream, ttl / 3, deadline);
+        let renewing = renew(keeper, stream, wait, deadline);
         self.tasks.keep_alive = Some(ctx.spawn(renewing.into_actor(self).map(
             move |(keeper, stream, renewed), act, ctx| {
                 if act.generation != generation {
                     return;
                 }
                 match renewed {
-                    Ok((ttl, deadline)) => {
+                    Renewal::Renewed(ttl, deadline) => {
                         // A session that lasted a renewal was a good one: the next failure
                         // starts over quickly again.
                         act.backoff = FIRST_BACKOFF;
+                        act.reopened.keep_alive = 0;
                         act.lease_until(Some(deadline));
-                        act.keep_alive(ctx, keeper, stream, ttl, deadline)
+                        act.keep_alive(ctx, keeper, stream, (ttl, deadline), ttl / 3)
                     }
-                    Err(e) => act.start_over(ctx, &format!("lease lost: {e}")),
+                    Renewal::Broken(e) => act.reopen_keep_alive(ctx, (ttl, deadline), &e),
+                    Renewal::Lost(e) => act.start_over(ctx, &format!("lease lost: {e}")),
                 }
             },
         )));
     }
 
-    /// Opens the watch of the prefix from revision `from`.
-    fn watch(&mut self, ctx: &mut Context<Self>, from: Revision) {
+    /// Opens the lease's keep-alive stream again (on the next endpoint: the client moved on
+    /// when this one failed) and renews at once, while the lease certainly lives.
+    fn reopen_keep_alive(
+        &mut self,
+        ctx: &mut Context<Self>,
+        (ttl, deadline): (Duration, Instant),
+        reason: &str,
+    ) {
+        let Some(session) = &self.session else {
+            return;
+        };
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() || self.reopened.keep_alive >= self.settings.endpoints.len() {
+            return self.start_over(ctx, &format!("lease lost: {reason}"));
+        }
+        self.reopened.keep_alive += 1;
+        info!(reason, "etcd store: opening the lease's keep-alive again");
+        let mut leases = session.client.lease_client();
+        let lease = session.lease;
+        let generation = self.generation;
+        let opening = async move { within(left, leases.keep_alive(lease)).await };
+        self.tasks.keep_alive = Some(ctx.spawn(opening.into_actor(self).map(
+            move |opened, act, ctx| {
+                if act.generation != generation {
+                    return;
+                }
+                match opened {
+                    Ok((keeper, stream)) => {
+                        act.keep_alive(ctx, keeper, stream, (ttl, deadline), Duration::ZERO)
+                    }
+                    Err(e) => act.reopen_keep_alive(ctx, (ttl, deadline), &e.to_string()),
+                }
+            },
+        )));
+    }
+
+    /// Opens the watch of the prefix from revision `watch_from`.
+    fn watch(&mut self, ctx: &mut Context<Self>) {
         let Some(session) = &self.session else {
             return;
         };
@@ -394,7 +452,9 @@ impl EtcdStore {
         let dir = self.keys.dir.clone();
         let limit = self.settings.timeout;
         let generation = self.generation;
-        let options = WatchOptions::new().with_prefix().with_start_revision(from);
+        let options = WatchOptions::new()
+            .with_prefix()
+            .with_start_revision(self.watch_from);
         let opening = async move { within(limit, client.watch(dir, Some(options))).await };
         self.tasks.watch = Some(ctx.spawn(opening.into_actor(self).map(
             move |stream, act, ctx| {
@@ -403,7 +463,7 @@ impl EtcdStore {
                 }
                 match stream {
                     Ok(stream) => act.next_watched(ctx, stream),
-                    Err(e) => act.start_over(ctx, &format!("watch failed: {e}")),
+                    Err(e) => act.reopen_watch(ctx, &format!("watch failed: {e}")),
                 }
             },
         )));
@@ -421,18 +481,34 @@ impl EtcdStore {
                 if act.generation != generation {
                     return;
                 }
-                let handled = match answer {
-                    Ok(Some(answer)) => act.watched(ctx, &answer),
-                    Ok(None) => Err("the watch ended".to_owned()),
-                    Err(e) => Err(format!("watch failed: {e}")),
+                let answer = match answer {
+                    Ok(Some(answer)) => answer,
+                    Ok(None) => return act.reopen_watch(ctx, "the watch ended"),
+                    Err(e) => return act.reopen_watch(ctx, &format!("watch failed: {e}")),
                 };
-                match handled {
+                act.reopened.watch = 0;
+                match act.watched(ctx, &answer) {
                     Ok(()) if act.generation == generation => act.next_watched(ctx, stream),
                     Ok(()) => {}
                     Err(reason) => act.start_over(ctx, &reason),
                 }
             },
         )));
+    }
+
+    /// Opens the watch again from where it stopped (on the next endpoint: the client moved on
+    /// when this one failed); after one try per endpoint, starts over.
+    fn reopen_watch(&mut self, ctx: &mut Context<Self>, reason: &str) {
+        if self.reopened.watch >= self.settings.endpoints.len() {
+            return self.start_over(ctx, reason);
+        }
+        self.reopened.watch += 1;
+        info!(
+            reason,
+            from = self.watch_from,
+            "etcd store: opening the watch again"
+        );
+        self.watch(ctx);
     }
 
     /// Reports the changes of one watch answer, in order.
@@ -451,6 +527,7 @@ impl EtcdStore {
             // A removal's key-value is the tombstone: its key and the removal's revision, with
             // version 0 (every live key has a version of 1 or more).
             let removed = kv.version() == 0;
+            self.watch_from = self.watch_from.max(kv.mod_revision() + 1);
             if kv.key() == self.keys.leader.as_bytes() {
                 self.leader_key(ctx, (!removed).then_some(kv));
             } else if let Some(name) = self.keys.set_name(kv.key()) {
@@ -618,34 +695,39 @@ async fn open_session(
     })
 }
 
-/// One renewal, `every` after the last: the new TTL and deadline, or why the lease is lost. The
-/// keeper and its stream come back for the next one.
+/// How a renewal ended.
+enum Renewal {
+    /// The new TTL and the deadline before which the lease certainly lives.
+    Renewed(Duration, Instant),
+    /// The stream broke (its endpoint failed): the lease may still live.
+    Broken(String),
+    /// The lease is gone, or may be.
+    Lost(String),
+}
+
+/// One renewal, after `wait`. The keeper and its stream come back for the next one.
 async fn renew(
     mut keeper: LeaseKeeper,
     mut stream: LeaseKeepAliveStream,
-    every: Duration,
+    wait: Duration,
     deadline: Instant,
-) -> (
-    LeaseKeeper,
-    LeaseKeepAliveStream,
-    Result<(Duration, Instant), String>,
-) {
-    tokio::time::sleep(every).await;
+) -> (LeaseKeeper, LeaseKeepAliveStream, Renewal) {
+    tokio::time::sleep(wait).await;
     let asked = Instant::now();
     if let Err(e) = keeper.keep_alive().await {
-        return (keeper, stream, Err(e.to_string()));
+        return (keeper, stream, Renewal::Broken(e.to_string()));
     }
     let left = deadline.saturating_duration_since(Instant::now());
     let renewed = match tokio::time::timeout(left, stream.message()).await {
-        Err(_) => Err("no renewal before the lease's deadline".to_owned()),
-        Ok(Err(e)) => Err(e.to_string()),
-        Ok(Ok(None)) => Err("the keep-alive stream ended".to_owned()),
+        Err(_) => Renewal::Lost("no renewal before the lease's deadline".to_owned()),
+        Ok(Err(e)) => Renewal::Broken(e.to_string()),
+        Ok(Ok(None)) => Renewal::Broken("the keep-alive stream ended".to_owned()),
         Ok(Ok(Some(answer))) if answer.ttl() <= 0 => {
-            Err("the lease expired or was revoked".to_owned())
+            Renewal::Lost("the lease expired or was revoked".to_owned())
         }
         Ok(Ok(Some(answer))) => {
             let ttl = Duration::from_secs(answer.ttl().unsigned_abs());
-            Ok((ttl, asked + ttl))
+            Renewal::Renewed(ttl, asked + ttl)
         }
     };
     (keeper, stream, renewed)

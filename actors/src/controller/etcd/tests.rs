@@ -460,6 +460,100 @@ async fn after_etcd_comes_back_the_node_loads_and_leads_again() {
     assert!(r2 > won);
 }
 
+/// A TCP relay to one etcd that can be cut as a killed member is: its connections closed and
+/// new ones closed as soon as they are accepted, until it is restored.
+struct Relay {
+    endpoint: String,
+    cut: tokio::sync::watch::Sender<bool>,
+}
+
+impl Relay {
+    async fn start(etcd: &server::Etcd) -> Relay {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("a free port");
+        let endpoint = listener.local_addr().expect("its address").to_string();
+        let (cut, watched) = tokio::sync::watch::channel(false);
+        let to = etcd.endpoint();
+        tokio::spawn(async move {
+            while let Ok((mut inbound, _)) = listener.accept().await {
+                let mut cut = watched.clone();
+                if *cut.borrow() {
+                    continue;
+                }
+                let to = to.clone();
+                tokio::spawn(async move {
+                    let Ok(mut outbound) = tokio::net::TcpStream::connect(&to).await else {
+                        return;
+                    };
+                    tokio::select! {
+                        _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound) => {}
+                        _ = cut.wait_for(|cut| *cut) => {}
+                    }
+                });
+            }
+        });
+        Relay { endpoint, cut }
+    }
+
+    fn set_cut(&self, cut: bool) {
+        self.cut.send_replace(cut);
+    }
+}
+
+#[actix::test]
+async fn a_leader_whose_etcd_member_goes_keeps_its_lease_and_watch_on_another() {
+    let etcd = server::start();
+    let relays = [Relay::start(&etcd).await, Relay::start(&etcd).await];
+    let mut settings = settings(&etcd);
+    settings.endpoints = relays.iter().map(|r| r.endpoint.clone()).collect();
+    let mut n0 = node(settings, "n0");
+    n0.loaded().await;
+    let won = n0.wins().await;
+    let writer = client(&etcd).await;
+    // Each endpoint cut in turn, so the one the session is on certainly goes once; each cut
+    // held past the lease's TTL.
+    for (i, relay) in relays.iter().enumerate() {
+        relay.set_cut(true);
+        let name = format!("written-during-cut-{i}");
+        let record = serde_json::to_vec(&broker_set(&name, 2)).unwrap();
+        let put = writer
+            .kv_client()
+            .put(format!("{DEFAULT_PREFIX}/sets/{name}"), record, None)
+            .await
+            .expect("the test's own write");
+        let written = put.header().expect("a header").revision();
+        // The change is reported through the other endpoint, without stepping down or
+        // losing the lease first.
+        let seen = n0
+            .until("the change made during the cut", |e| match e {
+                StoreEvent::Leadership { is_self: false, .. } => panic!("stepped down: {e:?}"),
+                StoreEvent::Lease { until: None } => panic!("lost the lease"),
+                StoreEvent::Changed { revision, .. } => Some(*revision),
+                _ => None,
+            })
+            .await;
+        assert_eq!(seen, written);
+        tokio::time::sleep(TTL + TTL / 2).await;
+        relay.set_cut(false);
+    }
+    while let Ok(event) = n0.events.try_recv() {
+        assert!(
+            !matches!(
+                event,
+                StoreEvent::Leadership { is_self: false, .. } | StoreEvent::Lease { until: None }
+            ),
+            "{event:?}"
+        );
+    }
+    assert_eq!(
+        leader_key(&writer).await.map(|(l, _, c)| (l, c)),
+        Some((n0.me.clone(), won))
+    );
+    let r = n0.commit("a", 0, Some(broker_set("a", 2))).await.unwrap();
+    assert!(r > won);
+}
+
 #[actix::test]
 async fn without_endpoints_every_commit_is_unavailable() {
     let n0 = node(EtcdSettings::default(), "n0");
