@@ -45,3 +45,22 @@ fn a_route_counts_as_changed_only_when_what_it_shows_changes() {
     assert!(all.all && all.topics.is_empty());
     assert!(!t.has_changes());
 }
+
+#[test]
+fn a_group_change_in_a_table_too_large_to_walk_changes_every_route() {
+    let mut t = RouteTables::default();
+    let topics: Vec<String> = (0..=crate::route::changes::GROUP_WALK_MAX_TOPICS)
+        .map(|i| format!("T{i}"))
+        .collect();
+    let names: Vec<&str> = topics.iter().map(String::as_str).collect();
+    register(&mut t, Reg::master(&names));
+    t.take_changes();
+    // A slave joining changes the addresses every route of the group shows.
+    register(&mut t, Reg::slave(&names));
+    let changes = t.take_changes();
+    assert!(
+        changes.all && changes.topics.is_empty(),
+        "{}",
+        changes.topics.len()
+    );
+}
