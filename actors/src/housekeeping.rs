@@ -30,6 +30,11 @@ pub struct Housekeeping {
     scan_interval: Duration,
     /// Open connections, to close them on expiry or shutdown.
     connections: HashMap<ConnId, Open>,
+    /// Connections closed since the last `ChannelClosed` was sent, and whether the registry
+    /// is still taking that one: closes that come meanwhile go together in the next, so the
+    /// registry sweeps the topic table once for all of them (as Java's batched unregistration).
+    closed: Vec<ConnId>,
+    closing: bool,
     /// `CloseAll` callers waiting for the last connection to stop.
     drain_waiters: Vec<oneshot::Sender<usize>>,
     /// Set by `CloseAll`: the server is stopping, no more scans.
@@ -51,11 +56,31 @@ impl Housekeeping {
             channel_closed,
             scan_interval,
             connections: HashMap::new(),
+            closed: Vec::new(),
+            closing: false,
             drain_waiters: Vec::new(),
             stopping: false,
             went_away: 0,
             panics: 0,
         }
+    }
+
+    /// Tells the registry of the connections closed so far; the ones closed until it answers
+    /// wait for the next message.
+    fn send_closed(&mut self, ctx: &mut Context<Self>) {
+        if self.closed.is_empty() {
+            return;
+        }
+        self.closing = true;
+        let conns = std::mem::take(&mut self.closed);
+        let sent = self.channel_closed.send(ChannelClosed { conns });
+        ctx.spawn(sent.into_actor(self).map(|answer, act, ctx| {
+            if let Err(e) = answer {
+                warn!(error = %e, "the registry did not take closed connections");
+            }
+            act.closing = false;
+            act.send_closed(ctx);
+        }));
     }
 
     /// The periodic tick: a scan at the current time.
@@ -110,12 +135,17 @@ impl Actor for Housekeeping {
         ctx.run_interval(self.scan_interval, |act, ctx| {
             contain_unit(act, ctx, "scan tick", Self::scan)
         });
+        // After a restart: closes kept from before it.
+        self.send_closed(ctx);
     }
 }
 
 impl Supervised for Housekeeping {
     fn restarting(&mut self, _: &mut Self::Context) {
-        // Connections re-announce nothing, so keep the map: it is still accurate.
+        // Connections re-announce nothing, so keep the map: it is still accurate. A send of
+        // closed connections under way may be dropped with the context: `started` sends
+        // again what is kept.
+        self.closing = false;
         warn!(
             connections = self.connections.len(),
             "housekeeping restarting"
@@ -128,6 +158,7 @@ impl Recover for Housekeeping {
 
     fn recover(&mut self, ctx: &mut Self::Context) {
         <Self as Supervised>::restarting(self, ctx);
+        self.send_closed(ctx);
     }
 
     fn count_panic(&mut self) {
@@ -195,10 +226,12 @@ impl Handler<ConnectionClosed> for Housekeeping {
     type Result = Contained<()>;
 
     fn handle(&mut self, msg: ConnectionClosed, ctx: &mut Context<Self>) -> Self::Result {
-        contain(self, ctx, "ConnectionClosed", move |this, _| {
+        contain(self, ctx, "ConnectionClosed", move |this, ctx| {
             this.connections.remove(&msg.conn);
-            this.channel_closed
-                .do_send(ChannelClosed { conn: msg.conn });
+            this.closed.push(msg.conn);
+            if !this.closing {
+                this.send_closed(ctx);
+            }
             if this.connections.is_empty() {
                 this.wake_drain_waiters();
             }

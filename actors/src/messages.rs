@@ -206,7 +206,8 @@ pub struct RunScan {
 #[derive(Debug, Message)]
 #[rtype(result = "()")]
 pub struct ChannelClosed {
-    pub conn: ConnId,
+    /// One or more: the connections that stopped while the registry took the last ones.
+    pub conns: Vec<ConnId>,
 }
 
 /// A connection started; Housekeeping tracks it to close it on expiry or shutdown.

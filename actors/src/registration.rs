@@ -514,7 +514,9 @@ mod tests {
         // The registry lost the broker (a restart): the memo alone is not enough, so the body is
         // decoded after all and the broker is back.
         routes
-            .send(crate::messages::ChannelClosed { conn: ConnId(1) })
+            .send(crate::messages::ChannelClosed {
+                conns: vec![ConnId(1)],
+            })
             .await
             .unwrap();
         let (reply, _) = register(to(), request, ConnId(1), Some(memo))

@@ -133,7 +133,7 @@ impl Change for ChannelClosed {
     const NAME: &'static str = "ChannelClosed";
 
     fn begin(self, registry: &mut RouteRegistry) -> Step<()> {
-        let (_, sweep) = registry.tables.channel_closed_start(self.conn);
+        let (_, sweep) = registry.tables.channel_closed_start(&self.conns);
         swept(sweep, ())
     }
 }
