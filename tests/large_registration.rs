@@ -181,3 +181,51 @@ async fn brokers_whose_connections_close_together_are_swept_together() {
         .expect("answer");
     assert_eq!(resp.code, TOPIC_NOT_EXIST);
 }
+
+#[actix::test]
+async fn a_split_registration_round_sent_again_is_not_decoded_again() {
+    use rmq_namesrv::actors::messages::GetRegistryMetrics;
+    let server = start_server(test_config());
+    let names: Vec<String> = (0..3_000).map(|i| format!("SplitTopic{i:05}")).collect();
+    let broker = FakeBroker::new("DefaultCluster", "split", 0, 23_000, names.clone());
+    // 800 topics a part, as a 5.x broker with enableSplitRegistration sends them.
+    let round = broker.register_split(800);
+    assert_eq!(round.len(), 4);
+    let mut conn = slow_client(&server).await;
+    let counters = || {
+        let routes = server.routes().clone();
+        async move {
+            routes
+                .send(GetRegistryMetrics)
+                .await
+                .expect("metrics")
+                .counters
+        }
+    };
+    for _ in 0..2 {
+        for part in &round {
+            let resp = conn.request(part.clone()).await.expect("answer");
+            assert_eq!(resp.code, 0, "{:?}", resp.remark);
+        }
+    }
+    let first = counters().await;
+    assert_eq!(first.registrations_unchanged_body, 4, "{first:?}");
+    // Every topic of every part is routed after both rounds.
+    let mut reader = connect(&server).await;
+    for topic in [&names[0], &names[1_600], &names[2_999]] {
+        let resp = reader.request(route_request(topic)).await.expect("answer");
+        assert_eq!(resp.code, 0, "{topic}");
+    }
+    // A part under a new data version is decoded and applied.
+    let mut changed = broker.clone();
+    changed.topics = names[..800].to_vec();
+    changed.topics.push("SplitTopicAdded".to_owned());
+    changed.version.counter += 1;
+    let resp = conn.request(changed.register()).await.expect("answer");
+    assert_eq!(resp.code, 0);
+    let resp = reader
+        .request(route_request("SplitTopicAdded"))
+        .await
+        .expect("answer");
+    assert_eq!(resp.code, 0);
+}

@@ -7,6 +7,7 @@ use std::io::IoSlice;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::rc::Rc;
+use std::sync::Arc;
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
@@ -24,7 +25,7 @@ use crate::dispatch;
 use crate::limits::{Limit, Refused};
 use crate::messages::{CloseConnection, ConnectionClosed, ConnectionOpened, WentAway};
 use crate::outbox::{Outbox, MAX_SLICES};
-use crate::registration::{self, BodyMemo, RegistrationError};
+use crate::registration::{self, BodyMemos, RegistrationError};
 use crate::response::{go_away, not_supported, overloaded, system_error, IntoResponse};
 use crate::route::ConnId;
 use crate::route_cache::WorkerCache;
@@ -91,9 +92,9 @@ pub struct Connection {
     /// Since when nothing has been written while answers wait (`written` then): the write
     /// timeout counts from it.
     stall: Option<(u64, Instant)>,
-    /// The last registration body decoded on this connection (a broker's own connection);
-    /// boxed, as most connections are clients' and never have one.
-    last_body: Option<Box<BodyMemo>>,
+    /// The registration bodies decoded on this connection (a broker's own connection); behind
+    /// a pointer, as most connections are clients' and never have one.
+    bodies: Option<Arc<BodyMemos>>,
     /// A `Flush` is running.
     flushing: bool,
     in_flight: usize,
@@ -152,7 +153,7 @@ impl Connection {
                 written: 0,
                 read_waker: None,
                 stall: None,
-                last_body: None,
+                bodies: None,
                 flushing: false,
                 in_flight: 0,
                 activity: 0,
@@ -306,14 +307,15 @@ impl Connection {
             },
             cmd,
             self.id,
-            self.last_body.as_deref().cloned(),
+            self.bodies.clone(),
         );
         self.waiting_started();
         let fut = registered.into_actor(self).map(
             move |result: Result<_, RegistrationError>, act, ctx| {
                 let response = match result {
                     Ok((reply, memo)) => {
-                        act.last_body = Some(Box::new(memo));
+                        let bodies = act.bodies.get_or_insert_with(Default::default);
+                        Arc::make_mut(bodies).keep(memo);
                         if !reply.routes_changed {
                             // An unchanged refresh is not audited.
                             act.take_audit(reply_to.audit);

@@ -3,9 +3,11 @@
 //! and at scale it is megabytes of JSON, so a registration takes the cheapest road that is still
 //! exact:
 //!
-//! 1. **Body memo.** A body byte-identical to the one the same connection sent last (same hash,
+//! 1. **Body memo.** A body byte-identical to one the same connection sent before (same hash,
 //!    length, compression and request-version class) is not decoded again: the registration
-//!    carries the summary remembered from it ([`TopicsPayload::Same`]).
+//!    carries the summary remembered from it ([`TopicsPayload::Same`]). A connection remembers
+//!    its last body, or up to [`BodyMemos::MAX`] large ones: a 5.x broker registering split
+//!    sends a round of different parts, each the same as in its last round.
 //! 2. **Off-loop decode.** A body that must be decoded is decoded on the connection's thread when
 //!    small, on the blocking pool at background priority when at least
 //!    [`OFFLOAD_BODY_BYTES`] or compressed (after reserving what it may inflate to from the
@@ -18,6 +20,7 @@
 //! 4. **Release off the registry.** The registry drops its reference to a decoded table before
 //!    answering; the last reference is here, and a large table is freed on the blocking pool.
 
+use std::collections::HashMap;
 use std::hash::Hasher;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -56,6 +59,38 @@ pub struct BodyMemo {
     version_class: u8,
     summary: TopicSummary,
     filter_servers: Option<Vec<String>>,
+}
+
+/// The memos of the registration bodies a connection decoded, by body hash (see the module
+/// docs): the last one, and more only while they are large (a split broker's parts), so that
+/// a client sending small bodies cannot make a connection keep many.
+#[derive(Debug, Clone, Default)]
+pub struct BodyMemos(HashMap<u64, BodyMemo>);
+
+impl BodyMemos {
+    /// The most memos a connection keeps (4096 parts of 800 topics: 3.2 million topics); past
+    /// it they start again from one.
+    pub const MAX: usize = 4096;
+
+    /// Remembers `memo` for the next registrations on the connection.
+    pub fn keep(&mut self, memo: BodyMemo) {
+        if memo.body_len < OFFLOAD_BODY_BYTES || self.0.len() >= Self::MAX {
+            self.0.clear();
+        }
+        self.0.insert(memo.body_hash, memo);
+    }
+
+    fn find(&self, body_hash: u64) -> Option<&BodyMemo> {
+        self.0.get(&body_hash)
+    }
+}
+
+impl From<BodyMemo> for BodyMemos {
+    fn from(memo: BodyMemo) -> Self {
+        let mut memos = BodyMemos::default();
+        memos.keep(memo);
+        memos
+    }
 }
 
 /// Why a registration got no registry answer.
@@ -147,13 +182,13 @@ impl Registrar {
     }
 }
 
-/// Registers `cmd`, which arrived on connection `conn` after a registration whose body is
+/// Registers `cmd`, which arrived on connection `conn` after registrations whose bodies are
 /// remembered in `previous`. Answers the registry's reply and the memo to keep for the next one.
 pub async fn register(
     to: Registrar,
     cmd: RemotingCommand,
     conn: ConnId,
-    previous: Option<BodyMemo>,
+    previous: Option<Arc<BodyMemos>>,
 ) -> Result<(RegisterBrokerReply, BodyMemo), RegistrationError> {
     let mut previous = previous;
     let routes = to.routes.clone();
@@ -195,15 +230,15 @@ async fn decode_off_loop(
     cmd: RemotingCommand,
     conn: ConnId,
     max_inflated_body: usize,
-    previous: Option<BodyMemo>,
+    previous: Option<Arc<BodyMemos>>,
     offload: bool,
 ) -> Result<(RegisterBroker, BodyMemo), RegistrationError> {
     if !offload {
-        return decode_registration(&cmd, conn, max_inflated_body, previous.as_ref())
+        return decode_registration(&cmd, conn, max_inflated_body, previous.as_deref())
             .map_err(|response| RegistrationError::Refused(Box::new(response)));
     }
     let job = crate::background::spawn(move || {
-        decode_registration(&cmd, conn, max_inflated_body, previous.as_ref())
+        decode_registration(&cmd, conn, max_inflated_body, previous.as_deref())
     });
     match job.await {
         Ok(decoded) => decoded.map_err(|response| RegistrationError::Refused(Box::new(response))),
@@ -237,13 +272,13 @@ fn body_hash(body: &[u8]) -> u64 {
 }
 
 /// Reads REGISTER_BROKER (docs/protocol.md#registerbrokerbody): checksum, then the body by request
-/// version, unless it is byte-identical to `previous` (same hash, length and decoding rules).
-/// The error is the answer to send.
+/// version, unless it is byte-identical to one of `previous` (same hash, length and decoding
+/// rules). The error is the answer to send.
 pub fn decode_registration(
     cmd: &RemotingCommand,
     conn: ConnId,
     max_inflated_body: usize,
-    previous: Option<&BodyMemo>,
+    previous: Option<&BodyMemos>,
 ) -> Result<(RegisterBroker, BodyMemo), RemotingCommand> {
     let h = read_header::<RegisterBrokerHeader>(cmd)?;
     bounded_header(&h).map_err(refused)?;
@@ -270,7 +305,7 @@ pub fn decode_registration(
         },
         filter_servers: None,
     };
-    let same = previous.filter(|p| {
+    let same = previous.and_then(|p| p.find(memo.body_hash)).filter(|p| {
         (p.body_hash, p.body_len, p.compressed, p.version_class)
             == (
                 memo.body_hash,
@@ -461,6 +496,7 @@ mod tests {
         let json = to_json(&sample_body(), JsonStyle::Legacy);
         let request = register_request(json, 0, false);
         let (first, memo) = decode_registration(&request, ConnId(1), MAX_INFLATED, None).unwrap();
+        let memo = BodyMemos::from(memo);
         assert!(matches!(first.registration.topics, TopicsPayload::Full(_)));
         let (again, _) =
             decode_registration(&request, ConnId(1), MAX_INFLATED, Some(&memo)).unwrap();
@@ -485,6 +521,7 @@ mod tests {
         let json = to_json(&sample_body(), JsonStyle::Legacy);
         let request = register_request(json, 0, false);
         let (first, memo) = decode_registration(&request, ConnId(1), MAX_INFLATED, None).unwrap();
+        let memo = BodyMemos::from(memo);
         assert_eq!(first.registration.mq_version, version::V5_3_3);
         // A broker upgraded within the same body-reading rules sends the same bytes: the memo
         // spares the decoding, the version is still this request's.
@@ -493,6 +530,48 @@ mod tests {
             decode_registration(&upgraded, ConnId(1), MAX_INFLATED, Some(&memo)).unwrap();
         assert!(matches!(again.registration.topics, TopicsPayload::Same(_)));
         assert_eq!(again.registration.mq_version, version::V5_3_3 + 2);
+    }
+
+    /// A body of `topics` topics named after `part`, large enough to be decoded off-loop.
+    fn part_request(part: usize, topics: usize) -> RemotingCommand {
+        let mut body = RegisterBrokerBody::default();
+        for t in 0..topics {
+            let name = format!("Part{part}Topic{t:05}");
+            let config = TopicConfig::new(&name, 8, 6);
+            body.topic_config_wrapper
+                .topic_config_table
+                .insert(name, config);
+        }
+        register_request(to_json(&body, JsonStyle::Legacy), 0, false)
+    }
+
+    fn is_same(request: &RemotingCommand, memos: &BodyMemos) -> bool {
+        let (msg, _) = decode_registration(request, ConnId(1), MAX_INFLATED, Some(memos)).unwrap();
+        matches!(msg.registration.topics, TopicsPayload::Same(_))
+    }
+
+    #[test]
+    fn the_parts_of_a_split_registration_are_each_recognised() {
+        let parts: Vec<_> = (0..3).map(|p| part_request(p, 800)).collect();
+        assert!(parts
+            .iter()
+            .all(|p| p.body_bytes().len() >= OFFLOAD_BODY_BYTES));
+        let mut memos = BodyMemos::default();
+        for part in &parts {
+            let (_, memo) =
+                decode_registration(part, ConnId(1), MAX_INFLATED, Some(&memos)).unwrap();
+            memos.keep(memo);
+        }
+        // The next round: every part recognised, whatever the order.
+        for part in parts.iter().rev() {
+            assert!(is_same(part, &memos));
+        }
+        // A small body (a broker registering plainly) is the only one kept after it.
+        let small = register_request(to_json(&sample_body(), JsonStyle::Legacy), 0, false);
+        let (_, memo) = decode_registration(&small, ConnId(1), MAX_INFLATED, Some(&memos)).unwrap();
+        memos.keep(memo);
+        assert!(is_same(&small, &memos));
+        assert!(!is_same(&parts[0], &memos));
     }
 
     #[actix::test]
@@ -519,7 +598,7 @@ mod tests {
             })
             .await
             .unwrap();
-        let (reply, _) = register(to(), request, ConnId(1), Some(memo))
+        let (reply, _) = register(to(), request, ConnId(1), Some(Arc::new(memo.into())))
             .await
             .unwrap();
         assert!(matches!(

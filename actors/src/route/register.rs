@@ -16,7 +16,7 @@ use tracing::{debug, info, warn};
 use super::ids::{
     BrokerAddr, BrokerId, BrokerInstance, BrokerName, ClusterName, ConnId, TopicName, MASTER_ID,
 };
-use super::tables::{BrokerGroup, LiveBroker, MinIdChange, RouteTables};
+use super::tables::{Applied, BrokerGroup, LiveBroker, MinIdChange, RouteTables};
 use super::topic_map::Queues;
 
 /// A registration's topic table: shared, so the registry never has to free a large one on its
@@ -395,7 +395,9 @@ impl RouteTables {
         let unchanged = !role.register_first
             && !broker_changed
             && !self.options.delete_topic_with_broker_registration
-            && previous.and_then(|l| l.applied) == Some((summary.fingerprint, self.queue_removals));
+            && previous
+                .and_then(|l| l.applied.as_ref())
+                .is_some_and(|a| a.holds(summary.fingerprint, self.queue_removals));
         // `can_skip_topics` let no `Same` payload get here unless it is unchanged.
         let (false, TopicsPayload::Full(table)) = (unchanged, &reg.topics) else {
             return None;
@@ -505,7 +507,14 @@ impl RouteTables {
                 }
             }
         }
-        let applied = writes_routes.then_some((summary.fingerprint, self.queue_removals));
+        let applied = writes_routes.then(|| {
+            let kept = self
+                .live
+                .get_mut(&instance)
+                .filter(|live| live.data_version == summary.data_version)
+                .and_then(|live| live.applied.take());
+            Applied::with(kept, summary.fingerprint, self.queue_removals)
+        });
 
         // 11. Liveness, over the connection of this registration.
         let previous = self.live.insert(
@@ -585,7 +594,10 @@ impl RouteTables {
             return true;
         }
         !self.options.delete_topic_with_broker_registration
-            && live.applied == Some((summary.fingerprint, self.queue_removals))
+            && live
+                .applied
+                .as_ref()
+                .is_some_and(|a| a.holds(summary.fingerprint, self.queue_removals))
     }
 
     /// The HA and broker address of a group's master, if it is alive in `cluster`.

@@ -71,11 +71,50 @@ pub struct LiveBroker {
     pub ha_server_addr: Option<String>,
     /// The `MQVersion` ordinal of its latest registration (heartbeats do not carry it).
     pub mq_version: i32,
-    /// The topic set this instance last put into the route tables as master or prime slave
-    /// (its fingerprint) and the table's removal count at that moment.
-    pub(super) applied: Option<(u64, u64)>,
+    /// The topic sets this instance put into the route tables as master or prime slave under
+    /// its current data version.
+    pub(super) applied: Option<Applied>,
     /// Restored from a snapshot at start and not registered since (route/snapshot.rs).
     pub unconfirmed: bool,
+}
+
+/// The topic sets (their fingerprints) one broker instance put into the route tables under one
+/// data version while the table's removal count stood at `removals`: applying any of them again
+/// would change nothing. A broker registering plainly has one; a 5.x broker registering split
+/// (`enableSplitRegistration`) sends its table in parts, one set each.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Applied {
+    removals: u64,
+    fingerprints: Vec<u64>,
+}
+
+impl Applied {
+    /// The most sets kept (a split broker's parts hold 800 topics: 3.2 million topics); past
+    /// it the sets start again from one.
+    const MAX_SETS: usize = 4096;
+
+    /// `kept` (what the instance had applied under the same data version) and `fingerprint`.
+    pub(super) fn with(kept: Option<Applied>, fingerprint: u64, removals: u64) -> Applied {
+        match kept {
+            Some(mut applied)
+                if applied.removals == removals && applied.fingerprints.len() < Self::MAX_SETS =>
+            {
+                if !applied.fingerprints.contains(&fingerprint) {
+                    applied.fingerprints.push(fingerprint);
+                }
+                applied
+            }
+            _ => Applied {
+                removals,
+                fingerprints: vec![fingerprint],
+            },
+        }
+    }
+
+    /// Whether the set `fingerprint` was applied and no queue data removed since.
+    pub(super) fn holds(&self, fingerprint: u64, removals: u64) -> bool {
+        self.removals == removals && self.fingerprints.contains(&fingerprint)
+    }
 }
 
 impl LiveBroker {

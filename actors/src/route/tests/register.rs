@@ -298,6 +298,42 @@ fn same_body(reg: Reg) -> Registration {
 }
 
 #[test]
+fn each_part_of_a_split_registration_is_taken_again_without_its_table() {
+    let mut t = RouteTables::default();
+    let parts = [&["a1", "a2"][..], &["b1", "b2"], &["c1"]];
+    for part in parts {
+        register(&mut t, Reg::master(part));
+    }
+    // The next round, under the same data version: every part is known as applied.
+    for part in parts {
+        assert!(
+            matches!(
+                t.register(same_body(Reg::master(part)), Instant::now()),
+                Ok(RegisterOutcome::Registered { .. })
+            ),
+            "{part:?}"
+        );
+    }
+    // A removal anywhere: each part is needed with its table again.
+    t.delete_topic("b1", None);
+    assert_eq!(
+        t.register(same_body(Reg::master(parts[0])), Instant::now()),
+        Err(NeedTopics)
+    );
+    register(&mut t, Reg::master(parts[1]));
+    assert!(t.topic_route("b1").is_some());
+    // A new data version forgets the parts applied under the old one.
+    register(&mut t, Reg::master(parts[0]).version(version(2)));
+    assert_eq!(
+        t.register(
+            same_body(Reg::master(parts[1]).version(version(2))),
+            Instant::now()
+        ),
+        Err(NeedTopics)
+    );
+}
+
+#[test]
 fn identical_bodies_are_taken_without_their_table_only_when_exact() {
     let mut t = RouteTables::default();
     // Never registered: the table is needed.
