@@ -6,7 +6,7 @@
 //! 1. **Body memo.** A body byte-identical to one the same connection sent before (same hash,
 //!    length, compression and request-version class) is not decoded again: the registration
 //!    carries the summary remembered from it ([`TopicsPayload::Same`]). A connection remembers
-//!    its last body, or up to [`BodyMemos::MAX`] large ones: a 5.x broker registering split
+//!    its last small body and up to [`BodyMemos::MAX`] large ones: a 5.x broker registering split
 //!    sends a round of different parts, each the same as in its last round.
 //! 2. **Off-loop decode.** A body that must be decoded is decoded on the connection's thread when
 //!    small, on the blocking pool at background priority when at least
@@ -62,26 +62,37 @@ pub struct BodyMemo {
 }
 
 /// The memos of the registration bodies a connection decoded, by body hash (see the module
-/// docs): the last one, and more only while they are large (a split broker's parts), so that
-/// a client sending small bodies cannot make a connection keep many.
+/// docs): the last small one and up to [`BodyMemos::MAX`] large ones (a split broker's parts;
+/// its last part, the rest, may be small), so that a client sending small bodies cannot make a
+/// connection keep many.
 #[derive(Debug, Clone, Default)]
-pub struct BodyMemos(HashMap<u64, BodyMemo>);
+pub struct BodyMemos {
+    memos: HashMap<u64, BodyMemo>,
+    /// The hash of the one small body kept.
+    small: Option<u64>,
+}
 
 impl BodyMemos {
-    /// The most memos a connection keeps (4096 parts of 800 topics: 3.2 million topics); past
-    /// it they start again from one.
+    /// The most large memos a connection keeps (4096 parts of 800 topics: 3.2 million topics);
+    /// past it they start again.
     pub const MAX: usize = 4096;
 
     /// Remembers `memo` for the next registrations on the connection.
     pub fn keep(&mut self, memo: BodyMemo) {
-        if memo.body_len < OFFLOAD_BODY_BYTES || self.0.len() >= Self::MAX {
-            self.0.clear();
+        let hash = memo.body_hash;
+        if memo.body_len < OFFLOAD_BODY_BYTES {
+            if let Some(small) = self.small.replace(hash) {
+                self.memos.remove(&small);
+            }
+        } else if self.memos.len() > Self::MAX {
+            self.memos.clear();
+            self.small = None;
         }
-        self.0.insert(memo.body_hash, memo);
+        self.memos.insert(hash, memo);
     }
 
     fn find(&self, body_hash: u64) -> Option<&BodyMemo> {
-        self.0.get(&body_hash)
+        self.memos.get(&body_hash)
     }
 }
 
@@ -566,12 +577,21 @@ mod tests {
         for part in parts.iter().rev() {
             assert!(is_same(part, &memos));
         }
-        // A small body (a broker registering plainly) is the only one kept after it.
+        // A small body (the rest a split round ends with) is kept beside them, and only the
+        // last small one is.
         let small = register_request(to_json(&sample_body(), JsonStyle::Legacy), 0, false);
         let (_, memo) = decode_registration(&small, ConnId(1), MAX_INFLATED, Some(&memos)).unwrap();
         memos.keep(memo);
-        assert!(is_same(&small, &memos));
-        assert!(!is_same(&parts[0], &memos));
+        assert!(is_same(&small, &memos) && is_same(&parts[0], &memos));
+        let empty = register_request(
+            to_json(&RegisterBrokerBody::default(), JsonStyle::Legacy),
+            0,
+            false,
+        );
+        let (_, memo) = decode_registration(&empty, ConnId(1), MAX_INFLATED, Some(&memos)).unwrap();
+        memos.keep(memo);
+        assert!(is_same(&empty, &memos) && is_same(&parts[2], &memos));
+        assert!(!is_same(&small, &memos));
     }
 
     #[actix::test]
