@@ -224,8 +224,11 @@ impl RouteTables {
             addr: reg.addr.clone(),
         };
         let joined = self.join_group(&reg, &name);
+        // A group made just now serves no topic yet (a topic names only groups that exist:
+        // a group's queues go with its last broker), so no route shows it: no walk.
+        let group_new = joined.register_first;
         if let Some(refused) = self.refusal(&reg, &name, &instance, &summary) {
-            if joined.group_changed {
+            if joined.group_changed && !group_new {
                 self.invalidate_broker_topics(&name);
             }
             return Ok(Registering::Done(refused));
@@ -233,7 +236,7 @@ impl RouteTables {
         let role = self.record_address(&reg, &name, joined);
         // The routes of the group's topics show its addresses and flags: they go now, before
         // any topic of the walk is shown with the new ones.
-        if role.group_changed {
+        if role.group_changed && !group_new {
             self.invalidate_broker_topics(&name);
         }
         let topics = if role.writes_routes {
