@@ -164,7 +164,9 @@ struct TopicCursor {
 /// its lowest id before this registration.
 #[derive(Debug)]
 struct Joined {
+    /// The group was made by this registration.
     register_first: bool,
+    /// The routes that show the group have to go (see [`Role::group_changed`]).
     group_changed: bool,
     prev_min: BrokerId,
 }
@@ -174,7 +176,9 @@ struct Joined {
 struct Role {
     /// A first registration of this broker (a new group, or an id without an address before).
     register_first: bool,
-    /// The group's routes have to go: its members, addresses or flags changed.
+    /// The group's routes have to go: its members, addresses or flags changed. Never for a
+    /// group made by this registration: it serves no topic yet (a topic names only groups that
+    /// exist, a group's queues go with its last broker), so no route shows it.
     group_changed: bool,
     /// The master, or a new-version slave with the group's lowest id: writes the topics.
     writes_routes: bool,
@@ -224,11 +228,8 @@ impl RouteTables {
             addr: reg.addr.clone(),
         };
         let joined = self.join_group(&reg, &name);
-        // A group made just now serves no topic yet (a topic names only groups that exist:
-        // a group's queues go with its last broker), so no route shows it: no walk.
-        let group_new = joined.register_first;
         if let Some(refused) = self.refusal(&reg, &name, &instance, &summary) {
-            if joined.group_changed && !group_new {
+            if joined.group_changed {
                 self.invalidate_broker_topics(&name);
             }
             return Ok(Registering::Done(refused));
@@ -236,7 +237,7 @@ impl RouteTables {
         let role = self.record_address(&reg, &name, joined);
         // The routes of the group's topics show its addresses and flags: they go now, before
         // any topic of the walk is shown with the new ones.
-        if role.group_changed && !group_new {
+        if role.group_changed {
             self.invalidate_broker_topics(&name);
         }
         let topics = if role.writes_routes {
@@ -274,7 +275,7 @@ impl RouteTables {
                 zone_name: None,
             }
         });
-        let mut group_changed = register_first;
+        let mut group_changed = false;
 
         // 3. Acting-master flag and zone follow the latest registration.
         let enable_acting_master = reg.enable_acting_master == Some(true);
@@ -295,7 +296,7 @@ impl RouteTables {
         group_changed |= group.addrs.len() != before;
         Joined {
             register_first,
-            group_changed,
+            group_changed: group_changed && !register_first,
             prev_min,
         }
     }
@@ -364,8 +365,9 @@ impl RouteTables {
                 ha: reg.ha_server_addr.clone(),
             });
         }
+        // (`register_first` still says whether the group is new: no route shows a new one.)
+        group_changed |= !register_first && old_addr.as_ref() != Some(&reg.addr);
         register_first |= old_addr.as_ref().is_none_or(|a| a.as_str().is_empty());
-        group_changed |= old_addr.as_ref() != Some(&reg.addr);
 
         // 9. Who may write routes: the master, or a new-version slave with the lowest id.
         let old_version = reg.enable_acting_master.is_none();
