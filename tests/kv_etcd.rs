@@ -424,3 +424,96 @@ async fn an_endpoint_that_is_down_is_left_for_one_that_answers() {
     );
     server.stop().await;
 }
+
+/// The daemon binary on `etcd` (its KV under `prefix`), killed by PID when dropped.
+struct Daemon(Child);
+
+impl Daemon {
+    fn start(etcd: &Etcd, prefix: &str, dir: &Path) -> (Daemon, SocketAddr) {
+        use std::io::{BufRead, BufReader};
+        let mut child = Command::new(env!("CARGO_BIN_EXE_rmq-namesrv"))
+            .args(["--listen", "127.0.0.1:0", "--log-level", "warn"])
+            .arg("--kv-config-path")
+            .arg(dir.join("kvConfig.json"))
+            .arg("--config-store-path")
+            .arg(dir.join("namesrv.properties"))
+            .env("NAMESRV__KV__BACKEND", "etcd")
+            .env("NAMESRV__KV__ETCD_ENDPOINTS", etcd.endpoint())
+            .env("NAMESRV__KV__ETCD_PREFIX", prefix)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn rmq-namesrv");
+        let stdout = child.stdout.take().expect("stdout");
+        let daemon = Daemon(child);
+        let mut line = String::new();
+        BufReader::new(stdout)
+            .read_line(&mut line)
+            .expect("start-up line");
+        let addr = line
+            .trim()
+            .strip_prefix("rmq-namesrv listening on ")
+            .and_then(|addr| addr.parse().ok())
+            .unwrap_or_else(|| panic!("unexpected start-up line {line:?}"));
+        (daemon, addr)
+    }
+
+    fn signal(&self, signal: &str) {
+        let status = Command::new("kill")
+            .args([signal, &self.0.id().to_string()])
+            .status()
+            .expect("run kill");
+        assert!(status.success(), "kill {signal} failed");
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A NameServer frozen (SIGSTOP) while a PUT waits in its socket and another NameServer takes a
+/// later PUT of the same key: on waking it refuses the old PUT (its client may have given up
+/// long ago) instead of writing it over the later one; it takes changes again a moment later.
+/// The chaos run's ns-pause found the old PUT applied (bench/chaos/README.md).
+#[actix::test]
+async fn a_frozen_nameserver_refuses_the_changes_it_finds_on_waking() {
+    let etcd = support::etcd::start();
+    let dir = std::env::temp_dir().join(format!("rmq-kv-frozen-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let (frozen, frozen_addr) = Daemon::start(&etcd, "/frozen/kv", &dir);
+    let mut on_frozen = Client::connect(&frozen_addr.to_string(), Duration::from_secs(20))
+        .await
+        .expect("connect");
+    put_when_connected(&mut on_frozen, put_kv("ns", "k", "v1"), CONNECTED).await;
+    let other = start_server(etcd_config(&etcd, "/frozen/kv"));
+    let other_addr = other.local_addr();
+    let mut on_other = connect(&other).await;
+    put_when_connected(&mut on_other, put_kv("ns", "warm", "1"), CONNECTED).await;
+
+    frozen.signal("-STOP");
+    let waiting =
+        actix_rt::spawn(async move { on_frozen.request(put_kv("ns", "k", "stale")).await });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let resp = on_other.request(put_kv("ns", "k", "v3")).await.unwrap();
+    assert_eq!(resp.code, 0, "{:?}", resp.remark);
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    frozen.signal("-CONT");
+
+    let resp = waiting.await.expect("task").expect("an answer after waking");
+    assert_eq!(resp.code, 1, "the stale PUT was taken: {:?}", resp.remark);
+    let remark = resp.remark.unwrap_or_default();
+    assert!(remark.contains("was frozen"), "{remark}");
+    assert_eq!(value_of(other_addr, "ns", "k").await.as_deref(), Some("v3"));
+    assert!(shows(frozen_addr, "ns", "k", Some("v3")).await);
+    // Awake again: it takes changes.
+    let mut on_frozen = dial(frozen_addr).await;
+    put_when_connected(&mut on_frozen, put_kv("ns", "k", "v4"), CONNECTED).await;
+    assert!(shows(other_addr, "ns", "k", Some("v4")).await);
+    other.stop().await;
+    drop(frozen);
+    let _ = std::fs::remove_dir_all(&dir);
+}

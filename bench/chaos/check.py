@@ -219,6 +219,28 @@ def fault_effects(history, records, changes, namesrvs, bound, violations):
     return effects
 
 
+def sent(op):
+    """When an operation was sent (histories before `t0` was recorded: when it ended)."""
+    return op.get("t0", op["t"])
+
+
+def readable(puts, read_sent):
+    """The values a read sent at `read_sent` may find for one key, given the puts of that key sent
+    before it ended: the value of a put P unless an acknowledged put Q was sent after P ended and
+    answered before the read was sent (P < Q < read). A put that was not acknowledged (refused,
+    timed out, its connection lost) never ended for this rule: it may have been applied at any
+    time after it was sent, as when a NameServer frozen by SIGSTOP wakes and takes a request that
+    waited in its socket while its client gave up. No value (None) is readable while no
+    acknowledged put was answered before the read."""
+    acked = [q for q in puts if q["ok"] and q["t"] <= read_sent]
+    allowed = {None} if not acked else set()
+    for p in puts:
+        ended = p["t"] if p["ok"] else float("inf")
+        if not any(sent(q) > ended for q in acked):
+            allowed.add(p["value"])
+    return allowed
+
+
 def check_kv(history, violations):
     rounds = [e for e in history if e["k"] == "kv_round"]
     for e in rounds:
@@ -232,13 +254,13 @@ def check_kv(history, violations):
         if e["k"] == "kv" and e.get("table") is not None:
             finals[e["ns"]] = e
     for ns, final in finals.items():
-        for key in {p["key"] for p in puts if p["t"] <= final["t"]}:
-            mine = [p for p in puts if p["key"] == key and p["t"] <= final["t"]]
-            acked = [i for i, p in enumerate(mine) if p["ok"]]
-            allowed = {p["value"] for p in mine[acked[-1]:]} if acked else {p["value"] for p in mine} | {None}
+        for key in {p["key"] for p in puts if sent(p) <= final["t"]}:
+            mine = [p for p in puts if p["key"] == key and sent(p) <= final["t"]]
+            allowed = readable(mine, sent(final))
             if final["table"].get(key) not in allowed:
+                acked = [p for p in mine if p["ok"] and p["t"] <= sent(final)]
                 violations.append({"kind": "KV lost an acknowledged write", "ns": ns, "key": key,
-                                   "ops": [mine[acked[-1]] if acked else None, final]})
+                                   "ops": [acked[-1] if acked else None, final]})
     return {"puts": len(puts), "acked": sum(1 for p in puts if p["ok"]), "rounds": len(rounds)}
 
 

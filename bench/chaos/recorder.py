@@ -7,7 +7,8 @@ period, and appending one JSON object per observation to history.jsonl:
     {"t": s, "k": "sync", "ns": "ns1", "groups": {"chaos-a": {"master": addr, "epoch": e,
           "sse": e2, "in_sync": [addr..]}}}                              (asked of the leader)
     {"t": s, "k": "broker", "b": "chaos-a-0", "id": 0, "epoch": e, "max_offset": o}        250 ms
-    {"t": s, "k": "kv_put", "ns": "ns0", "key": k, "value": v, "ok": true}                 1 s
+    {"t": s, "k": "kv_put", "ns": "ns0", "key": k, "value": v, "ok": true, "t0": s}       1 s
+          (t0: when the put was sent; t: when it was answered or given up)
     {"t": s, "k": "kv", "ns": "ns0", "table": {k: v}}                    (after each heal)
     {"t": s, "k": "fault", "name": ..., "phase": "start"|"heal", "detail": ...}          (the runner)
 
@@ -141,12 +142,13 @@ class Recorder:
         self.kv_seq += 1
         key, value = f"k{self.kv_seq % 7}", f"v{self.kv_seq}"
         addr = f"{self.net.nodes[ns]}:{NS_PORT}"
+        t0 = self.now()
         try:
             reply, _ = call(addr, 100, {"namespace": KV_NAMESPACE, "key": key, "value": value})
             self.write(k="kv_put", ns=ns, key=key, value=value, ok=reply.get("code") == 0,
-                       code=reply.get("code"))
+                       code=reply.get("code"), t0=t0)
         except OSError as e:
-            self.write(k="kv_put", ns=ns, key=key, value=value, ok=False, err=str(e)[:120])
+            self.write(k="kv_put", ns=ns, key=key, value=value, ok=False, err=str(e)[:120], t0=t0)
 
     def kv_tables(self):
         """Every NameServer's KV namespace, now (one entry each in the history)."""
@@ -155,11 +157,12 @@ class Recorder:
             return out
         for ns in self.cluster.namesrvs:
             addr = f"{self.net.nodes[ns]}:{NS_PORT}"
+            t0 = self.now()
             try:
                 reply, body = call(addr, 219, {"namespace": KV_NAMESPACE}, timeout=2)
                 table = parse(body).get("table") or {} if reply.get("code") == 0 else None
                 out[ns] = table
-                self.write(k="kv", ns=ns, table=table, code=reply.get("code"))
+                self.write(k="kv", ns=ns, table=table, code=reply.get("code"), t0=t0)
             except OSError as e:
                 out[ns] = None
                 self.write(k="kv", ns=ns, err=str(e)[:120])

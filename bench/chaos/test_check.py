@@ -91,6 +91,30 @@ class Rules(unittest.TestCase):
         check.check_kv([{"t": 3, "k": "kv_round", "after": "f", "same": False}], v)
         self.assertEqual(kinds(v), ["KV differs between NameServers after a heal"])
 
+    def test_kv_unacknowledged_put_may_land_late(self):
+        # A put sent to a frozen NameServer times out; the NameServer wakes after a later put was
+        # acknowledged elsewhere and takes it: the read may find either (CI run of stop 32).
+        def put(t0, t, value, ok):
+            return {"t0": t0, "t": t, "k": "kv_put", "ns": "ns0", "key": "k", "value": value, "ok": ok}
+
+        def read(value):
+            return {"t0": 57.5, "t": 57.6, "k": "kv", "ns": "ns0", "table": {"k": value}}
+
+        late = [put(47, 48, "v48", False), put(54, 54.1, "v55", True)]
+        for final, bad in (("v48", False), ("v55", False), (None, True)):
+            v = []
+            check.check_kv(late + [read(final)], v)
+            self.assertEqual(bool(v), bad, final)
+        # Acknowledged before the later one was sent: overwritten, never readable again.
+        v = []
+        check.check_kv([put(47, 48, "v48", True), put(54, 54.1, "v55", True), read("v48")], v)
+        self.assertEqual(kinds(v), ["KV lost an acknowledged write"])
+        # Two acknowledged puts in flight together: either may be the last.
+        for final in ("v1", "v2"):
+            v = []
+            check.check_kv([put(1, 3, "v1", True), put(2, 2.5, "v2", True), read(final)], v)
+            self.assertEqual(v, [], final)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -63,6 +63,15 @@ const TIMEOUT: Duration = Duration::from_secs(3);
 /// [`TIMEOUT`] is given up.
 const PROBE_EVERY: Duration = Duration::from_secs(5);
 
+/// How often the actor notes that it runs; a longer gap than [`FROZEN`] between two notes means
+/// the process was frozen (SIGSTOP, a paused VM) or starved.
+const AWAKE_EVERY: Duration = Duration::from_secs(1);
+
+/// A freeze this long makes the changes that arrive in the same span after it refused: they may
+/// have waited in a socket while their clients gave up on them (the client's timeout is shorter),
+/// and taken now they would overwrite the changes acknowledged meanwhile by another NameServer.
+const FROZEN: Duration = TIMEOUT;
+
 /// Keys per page of the range read, so that no answer grows with the table.
 const PAGE: i64 = 500;
 
@@ -119,6 +128,10 @@ pub(super) struct EtcdSync {
     session: Option<Session>,
     tasks: Tasks,
     backoff: Duration,
+    /// When the actor last noted that it runs (every [`AWAKE_EVERY`]).
+    awake: Instant,
+    /// When it last woke from a freeze longer than [`FROZEN`].
+    woke: Option<Instant>,
 }
 
 impl EtcdSync {
@@ -132,8 +145,48 @@ impl EtcdSync {
             session: None,
             tasks: Tasks::default(),
             backoff: FIRST_BACKOFF,
+            awake: Instant::now(),
+            woke: None,
         }
     }
+
+    /// Every [`AWAKE_EVERY`]: notes that the actor runs, and a freeze if the last note is older
+    /// than [`FROZEN`].
+    fn note_awake(&mut self) {
+        let now = Instant::now();
+        let gap = now.saturating_duration_since(self.awake);
+        self.awake = now;
+        if gap > FROZEN {
+            self.woke = Some(now);
+            warn!(
+                frozen = %humantime::format_duration(round_ms(gap)),
+                refusing_for = %humantime::format_duration(FROZEN),
+                "KV store (etcd): this NameServer was frozen (SIGSTOP, a paused VM or starvation); \
+                 the changes that arrive now are refused, their clients may have given up on them"
+            );
+        }
+    }
+
+    /// Why a change must be refused because the process was just frozen, if it must.
+    fn just_frozen(&self) -> Option<String> {
+        let now = Instant::now();
+        let gap = now.saturating_duration_since(self.awake);
+        let since_wake = self.woke.map(|woke| now.saturating_duration_since(woke));
+        if gap <= FROZEN && since_wake.is_none_or(|since| since >= FROZEN) {
+            return None;
+        }
+        Some(format!(
+            "this NameServer was frozen for more than {} and has just woken; a change that arrives \
+             now may have waited while its client gave up, so it is refused (nothing was changed; \
+             send it again)",
+            humantime::format_duration(FROZEN)
+        ))
+    }
+}
+
+/// A duration to whole milliseconds, for the log.
+fn round_ms(d: Duration) -> Duration {
+    Duration::from_millis(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// A session opened and its state read, before the actor takes it.
@@ -166,6 +219,11 @@ impl KvStore {
                 act.etcd_probe(ctx)
             })
         });
+        ctx.run_interval(AWAKE_EVERY, |act, _| {
+            if let Some(sync) = act.etcd() {
+                sync.note_awake();
+            }
+        });
         self.etcd_open(ctx);
     }
 
@@ -177,6 +235,7 @@ impl KvStore {
             sync.tasks = Tasks::default();
             sync.session = None;
             sync.backoff = FIRST_BACKOFF;
+            sync.awake = Instant::now();
         }
     }
 
@@ -447,6 +506,10 @@ impl KvStore {
         change: Change,
         ctx: &mut Context<Self>,
     ) -> ResponseFuture<Result<(), KvReplyError>> {
+        if let Some(reason) = self.etcd().and_then(|sync| sync.just_frozen()) {
+            self.save_failures += 1;
+            return Box::pin(async { Err(KvReplyError::StoreUnavailable(reason)) });
+        }
         let Some(sync) = self.etcd() else {
             return Box::pin(async { Ok(()) });
         };
