@@ -166,6 +166,8 @@ pub struct Limits {
     overflow: SourceLog,
     /// A give-back of free heap pages is scheduled.
     give_back_pending: bool,
+    /// A large body was decoded since the scheduled give-back was planned: another follows it.
+    give_back_again: bool,
 }
 
 impl Limits {
@@ -177,6 +179,7 @@ impl Limits {
             sources: HashMap::new(),
             overflow: SourceLog::new(Instant::now()),
             give_back_pending: false,
+            give_back_again: false,
         }
     }
 
@@ -246,13 +249,28 @@ impl Handler<ReleaseInflation> for Limits {
 
     fn handle(&mut self, msg: ReleaseInflation, ctx: &mut Context<Self>) {
         self.inflating = self.inflating.saturating_sub(msg.bytes);
-        if !self.give_back_pending {
-            self.give_back_pending = true;
-            ctx.run_later(GIVE_BACK_DELAY, |act, _| {
-                act.give_back_pending = false;
-                drop(crate::background::spawn(give_back_free_heap));
-            });
+        self.plan_give_back(ctx);
+    }
+}
+
+impl Limits {
+    /// Gives free heap pages back [`GIVE_BACK_DELAY`] after a large body was decoded, at most
+    /// once per that period; a body decoded while one is planned gets another after it, so the
+    /// last body of a registration round (each broker's body, then its re-registration) is
+    /// never left resident.
+    fn plan_give_back(&mut self, ctx: &mut Context<Self>) {
+        if self.give_back_pending {
+            self.give_back_again = true;
+            return;
         }
+        self.give_back_pending = true;
+        ctx.run_later(GIVE_BACK_DELAY, |act, ctx| {
+            act.give_back_pending = false;
+            drop(crate::background::spawn(give_back_free_heap));
+            if std::mem::take(&mut act.give_back_again) {
+                act.plan_give_back(ctx);
+            }
+        });
     }
 }
 
