@@ -101,9 +101,11 @@ pub async fn run(common: &Common, args: &ScaleArgs) -> Result<Value, BenchError>
         fleet::round(members, common.addr, args.concurrency, common.timeout).await?;
     let register = json!({"s": took.as_secs_f64(), "cpu": cpu.finish()});
     println!("registered in {:.2} s", took.as_secs_f64());
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    tokio::time::sleep(TRANSIENT_AFTER).await;
+    let transient = pid.and_then(Memory::of);
+    tokio::time::sleep(SETTLED_AFTER - TRANSIENT_AFTER).await;
     let after = pid.and_then(Memory::of);
-    let memory = memory_json(idle, after, shape.entries(), floor);
+    let memory = memory_json(idle, transient, after, shape.entries(), floor);
     let probe_frames = probe::requests(&shape)?;
     let limit = common.timeout * 4 + Duration::from_secs(600);
     let probes = Probes::start(
@@ -158,24 +160,46 @@ pub async fn run(common: &Common, args: &ScaleArgs) -> Result<Value, BenchError>
     }))
 }
 
-/// RSS before and after, bytes per entry above idle, and the data floor per entry.
-fn memory_json(idle: Option<Memory>, after: Option<Memory>, entries: usize, floor: usize) -> Value {
-    let per_entry = idle
-        .zip(after)
-        .map(|(i, a)| (a.rss_kib.saturating_sub(i.rss_kib) * 1024) as f64 / entries.max(1) as f64);
+/// When RSS is read after the registration: once while the decoded bodies may still be held
+/// (the transient figure), and once settled, after our server has given free heap pages back
+/// (2 s after the last large body: actors/src/limits.rs), as Java's live heap is read after a
+/// full GC. Java's RSS does not shrink either way.
+const TRANSIENT_AFTER: Duration = Duration::from_secs(1);
+const SETTLED_AFTER: Duration = Duration::from_secs(4);
+
+/// RSS before, shortly after and settled after, bytes per entry above idle (settled and
+/// transient), and the data floor per entry.
+fn memory_json(
+    idle: Option<Memory>,
+    transient: Option<Memory>,
+    after: Option<Memory>,
+    entries: usize,
+    floor: usize,
+) -> Value {
+    let per_entry = |after: Option<Memory>| {
+        idle.zip(after).map(|(i, a)| {
+            (a.rss_kib.saturating_sub(i.rss_kib) * 1024) as f64 / entries.max(1) as f64
+        })
+    };
+    let (settled, early) = (per_entry(after), per_entry(transient));
     let floor_per_entry = floor as f64 / entries.max(1) as f64;
-    if let (Some(i), Some(a), Some(per)) = (idle, after, per_entry) {
+    if let (Some(i), Some(a), Some(per)) = (idle, after, settled) {
         println!(
-            "RSS idle {} -> {} after registering: {per:.0} B per entry (data floor {floor_per_entry:.1} B)",
+            "RSS idle {} -> {} settled after registering ({:.0} B per entry {}s after): {per:.0} B \
+             per entry (data floor {floor_per_entry:.1} B)",
             mib(i.rss_kib),
-            mib(a.rss_kib)
+            mib(a.rss_kib),
+            early.unwrap_or(f64::NAN),
+            TRANSIENT_AFTER.as_secs()
         );
     }
     json!({
         "idle_rss_kib": idle.map(|m| m.rss_kib),
+        "transient_rss_kib": transient.map(|m| m.rss_kib),
+        "transient_bytes_per_entry": early.map(|v| v.round()),
         "rss_kib": after.map(|m| m.rss_kib),
         "hwm_kib": after.map(|m| m.hwm_kib),
-        "bytes_per_entry": per_entry.map(|v| v.round()),
+        "bytes_per_entry": settled.map(|v| v.round()),
         "floor_bytes": floor,
         "floor_per_entry": (floor_per_entry * 10.0).round() / 10.0,
     })
