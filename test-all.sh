@@ -52,6 +52,7 @@ check_tools() {
   fi
   command -v openssl >/dev/null 2>&1 || lack openssl openssl
   command -v unshare >/dev/null 2>&1 || lack unshare util-linux
+  command -v setsid >/dev/null 2>&1 || lack setsid util-linux
   # bench/chaos/: a network namespace per node, links cut with iptables.
   command -v ip >/dev/null 2>&1 || lack ip iproute2
   command -v iptables >/dev/null 2>&1 || lack iptables iptables
@@ -80,6 +81,18 @@ if [ "${1:-}" = "--check-tools" ]; then
   exit 0
 fi
 
+# The interop peers (Maven jars, the Go and C++ clients) are fetched while Rust builds: most of
+# it is waiting on the network. Its output is shown when the suite needs the peers.
+setup_log="$(mktemp "${TMPDIR:-/tmp}/rmq-interop-setup.XXXXXX")"
+# In a process group of its own (setsid, util-linux), so that an early end stops its children too.
+setsid interop/setup.sh >"$setup_log" 2>&1 &
+setup_pid=$!
+stop_setup() {
+  if [ -n "${setup_pid:-}" ]; then kill -- "-$setup_pid" 2>/dev/null || true; fi
+  rm -f "$setup_log"
+}
+trap stop_setup EXIT
+
 echo "== cargo test (workspace)"
 cargo test --workspace --locked
 # Chaos and soak, short: faults injected, nothing may be lost (bench/SOAK.md). On the debug build
@@ -103,8 +116,15 @@ contrib/check.sh --binary target/release/rmq-namesrv
 deploy/check.sh --binary target/release/rmq-namesrv
 deploy/image.sh --binary target/release/rmq-namesrv --smoke --config deploy/.cache/chart-config.toml
 
-echo "== interop peers (cached in interop/.cache/)"
-interop/setup.sh
+echo "== interop peers (cached in interop/.cache/; fetched in the background since the start)"
+setup_status=0
+wait "$setup_pid" || setup_status=$?
+setup_pid=""
+cat "$setup_log"
+if [ "$setup_status" -ne 0 ]; then
+  echo "test-all.sh: interop/setup.sh failed (exit $setup_status)" >&2
+  exit 1
+fi
 
 echo "== partitions, short (bench/chaos/README.md): 4 faults, nothing acknowledged lost to our server"
 python3 bench/chaos/test_check.py

@@ -53,7 +53,8 @@ GO_PEER = CACHE / "go" / "bin" / "rmq-go-peer"
 CPP_PYTHON = CACHE / "cpp-venv" / "bin" / "python"
 CPP_PEER = HERE / "cpp" / "peer.py"
 LOG_TAIL_LINES = 40
-# --long: scenarios with a long variant run at their full size (bigbroker.py); CI runs the short one
+# --long: scenarios with a long variant run at their full size (bigbroker.py) or in full (rolling.py);
+# CI runs the short one
 LONG = False
 
 # JVM options. Servers: modest heaps. Peers: short-lived, so C1 only and a serial GC.
@@ -2924,7 +2925,8 @@ def main():
     parser.add_argument("--keep", action="store_true", help="keep the work dir even when all pass")
     parser.add_argument("--long", action="store_true",
                         help="run the scenarios that have a long variant at their full size (the broker5-big-* "
-                             "scenarios: 100,000 / 30,000 topics instead of 20,000 / 10,000)")
+                             "scenarios: 100,000 / 30,000 topics instead of 20,000 / 10,000) or in full "
+                             "(rolling-restart5: ours without warm_restart too, for the figures)")
     parser.add_argument("--netns", choices=("auto", "on", "off", "inner"), default="auto",
                         help="run inside a private loopback-only network namespace (default: auto)")
     args = parser.parse_args()
