@@ -38,7 +38,7 @@ impl TopicLists {
             // Not kept: a client may invent any number of cluster names.
             return Bytes::from(tables.topics_by_cluster(cluster));
         }
-        let version = tables.changes_taken();
+        let version = tables.route_version();
         let bodies = match &mut self.by_cluster {
             Some((at, bodies)) if *at == version => bodies,
             stale => &mut stale.insert((version, HashMap::new())).1,

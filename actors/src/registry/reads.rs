@@ -23,10 +23,13 @@ impl Handler<GetRouteInfo> for RouteRegistry {
                 return Err(RouteError::TopicNotExist("null".to_owned()));
             };
             match this.route(&topic) {
-                Some(route) => Ok(RouteReply {
-                    route,
-                    generation: this.generation,
-                }),
+                Some(route) => {
+                    this.tables.route_served(&topic);
+                    Ok(RouteReply {
+                        route,
+                        generation: this.generation,
+                    })
+                }
                 None => Err(RouteError::TopicNotExist(topic)),
             }
         })

@@ -12,7 +12,7 @@ use super::ids::{
     BrokerAddr, BrokerId, BrokerInstance, BrokerName, ClusterName, ConnId, MASTER_ID,
 };
 use super::register::TOPICS_PER_STEP;
-use super::tables::{LiveBroker, MinIdChange, RouteChanges, RouteTables};
+use super::tables::{ChangeLog, LiveBroker, MinIdChange, RouteTables};
 use super::topic_map::GroupQueues;
 
 /// One broker instance to remove (UNREGISTER_BROKER, connection close, expiry).
@@ -318,7 +318,7 @@ impl Sweep {
         &self,
         topic: &str,
         entry: &mut GroupQueues,
-        changes: &mut RouteChanges,
+        changes: &mut ChangeLog,
         removals: &mut u64,
     ) -> bool {
         let mut touched = false;

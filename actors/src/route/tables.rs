@@ -4,7 +4,7 @@
 //! record of what changed (`changes.rs`). Pure: no actix, no I/O; time is passed in. The rules are
 //! described in docs/route-rules.md.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 use rmq_protocol::body::{BrokerData, DataVersion, TopicQueueMappingInfo};
@@ -137,10 +137,44 @@ impl RouteChanges {
     pub fn is_empty(&self) -> bool {
         !self.all && self.topics.is_empty()
     }
+}
 
+/// The route changes the tables made since they were last taken, of the routes that were handed
+/// out. An encoded route can be held by a connection thread only if the registry handed it out
+/// since it last changed, so the changes of the others are not sent: registering 1,000 groups of
+/// 1,000 topics that nobody asked for yet sends nothing, where every topic of every group used
+/// to be listed (and looked up by every thread).
+#[derive(Debug, Default)]
+pub(super) struct ChangeLog {
+    pub(super) pending: RouteChanges,
+    /// Topics whose route was handed out since it last changed.
+    pub(super) served: HashSet<TopicName>,
+    /// Counts every change, sent or not: an answer read from the tables (a topic list) is
+    /// current as long as it stays the same.
+    pub(super) version: u64,
+}
+
+impl ChangeLog {
+    /// The route of `topic` changed.
     pub(super) fn topic(&mut self, topic: &str) {
-        if !self.all {
-            self.topics.push(TopicName::new(topic));
+        self.version += 1;
+        if !self.pending.all && self.served.remove(topic) {
+            self.pending.topics.push(TopicName::new(topic));
+        }
+    }
+
+    /// Every route changed.
+    pub(super) fn all(&mut self) {
+        self.version += 1;
+        self.pending.all = true;
+        self.pending.topics.clear();
+        self.served.clear();
+    }
+
+    /// The route of `topic` was handed out: its next change is sent.
+    pub(super) fn served(&mut self, topic: &str) {
+        if !self.served.contains(topic) {
+            self.served.insert(TopicName::new(topic));
         }
     }
 }
@@ -170,11 +204,9 @@ pub struct RouteTables {
     pub(super) filter_servers: HashMap<BrokerInstance, Vec<String>>,
     pub(super) mappings: HashMap<TopicName, BTreeMap<String, TopicQueueMappingInfo>>,
     pub(super) options: RouteOptions,
-    /// Topics whose route changed since [`RouteTables::take_changes`] last ran: their encoded
-    /// routes (in the connection threads' caches) must go.
-    pub(super) changes: RouteChanges,
-    /// How many times changes were taken (see [`RouteTables::changes_taken`]).
-    pub(super) changes_taken: u64,
+    /// Topics whose route changed since [`RouteTables::take_changes`] last ran, of those whose
+    /// route was handed out (the connection threads' caches may hold it): it must go.
+    pub(super) changes: ChangeLog,
     /// Expiry of brokers that registered no timeout of their own.
     pub(super) default_expiry: Duration,
     /// Counts every removal of a QueueData: a re-registration may skip re-checking its topics
@@ -228,8 +260,7 @@ impl RouteTables {
             filter_servers: HashMap::new(),
             mappings: HashMap::new(),
             options,
-            changes: RouteChanges::default(),
-            changes_taken: 0,
+            changes: ChangeLog::default(),
             min_id_changes: Vec::new(),
             default_expiry: DEFAULT_BROKER_EXPIRY,
             queue_removals: 0,
