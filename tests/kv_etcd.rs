@@ -503,7 +503,10 @@ async fn a_frozen_nameserver_refuses_the_changes_it_finds_on_waking() {
     tokio::time::sleep(Duration::from_secs(5)).await;
     frozen.signal("-CONT");
 
-    let resp = waiting.await.expect("task").expect("an answer after waking");
+    let resp = waiting
+        .await
+        .expect("task")
+        .expect("an answer after waking");
     assert_eq!(resp.code, 1, "the stale PUT was taken: {:?}", resp.remark);
     let remark = resp.remark.unwrap_or_default();
     assert!(remark.contains("was frozen"), "{remark}");
