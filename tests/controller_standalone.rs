@@ -6,7 +6,7 @@
 
 mod support;
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::Read;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -15,7 +15,7 @@ use rmq_namesrv::protocol::{RemotingCommand, RequestCode};
 use rmq_namesrv::tools::client::Client;
 use support::controller::{free_port, join_and_elect};
 use support::http::get;
-use support::{test_dir, TIMEOUT};
+use support::{spawn_listening, test_dir, TIMEOUT};
 
 const BIN: &str = env!("CARGO_BIN_EXE_rmq-namesrv");
 const CLUSTER: &str = "sa-cluster";
@@ -37,26 +37,16 @@ impl Drop for Standalone {
 /// Starts `rmq-namesrv controller -c <file>` with an HTTP port; waits for its start-up line.
 fn spawn(file: &Path) -> Standalone {
     let http: std::net::SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
-    let mut child = Command::new(BIN)
-        .arg("controller")
-        .arg("-c")
-        .arg(file)
-        .args(["--log-level", "warn", "--http-listen", &http.to_string()])
-        .env("NAMESRV__TLS__CONFIG_FILE", "")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn rmq-namesrv controller");
-    let stdout = child.stdout.take().expect("stdout");
-    let mut line = String::new();
-    BufReader::new(stdout)
-        .read_line(&mut line)
-        .expect("start-up line");
-    let addr = line
-        .trim()
-        .strip_prefix("rmq-namesrv controller listening on ")
-        .unwrap_or_else(|| panic!("unexpected start-up line {line:?}"))
-        .to_owned();
+    let (child, addr) = spawn_listening(
+        Command::new(BIN)
+            .arg("controller")
+            .arg("-c")
+            .arg(file)
+            .args(["--log-level", "warn", "--http-listen", &http.to_string()])
+            .env("NAMESRV__TLS__CONFIG_FILE", "")
+            .stderr(Stdio::null()),
+        "rmq-namesrv controller listening on ",
+    );
     Standalone { child, addr, http }
 }
 

@@ -3,7 +3,6 @@
 
 mod support;
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -11,7 +10,7 @@ use std::time::{Duration, Instant};
 use rmq_namesrv::actors::kv::KvTables;
 use rmq_namesrv::protocol::{RemotingCommand, RequestCode};
 use rmq_namesrv::tools::client::Client;
-use support::TIMEOUT;
+use support::{spawn_listening, TIMEOUT};
 
 const BIN: &str = env!("CARGO_BIN_EXE_rmq-namesrv");
 
@@ -36,27 +35,17 @@ impl Drop for Daemon {
 }
 
 fn spawn(dir: &Path, extra: &[&str]) -> Daemon {
-    let mut child = Command::new(BIN)
-        .args(["--listen", "127.0.0.1:0", "--log-level", "warn"])
-        .arg("--kv-config-path")
-        .arg(dir.join("kvConfig.json"))
-        .arg("--config-store-path")
-        .arg(dir.join("namesrv.properties"))
-        .args(extra)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn rmq-namesrv");
-    let stdout = child.stdout.take().expect("stdout");
-    let mut line = String::new();
-    BufReader::new(stdout)
-        .read_line(&mut line)
-        .expect("start-up line");
-    let addr = line
-        .trim()
-        .strip_prefix("rmq-namesrv listening on ")
-        .unwrap_or_else(|| panic!("unexpected start-up line {line:?}"))
-        .to_owned();
+    let (child, addr) = spawn_listening(
+        Command::new(BIN)
+            .args(["--listen", "127.0.0.1:0", "--log-level", "warn"])
+            .arg("--kv-config-path")
+            .arg(dir.join("kvConfig.json"))
+            .arg("--config-store-path")
+            .arg(dir.join("namesrv.properties"))
+            .args(extra)
+            .stderr(Stdio::null()),
+        "rmq-namesrv listening on ",
+    );
     Daemon { child, addr }
 }
 

@@ -430,40 +430,28 @@ struct Daemon(Child);
 
 impl Daemon {
     fn start(etcd: &Etcd, prefix: &str, dir: &Path) -> (Daemon, SocketAddr) {
-        use std::io::{BufRead, BufReader};
-        let mut child = Command::new(env!("CARGO_BIN_EXE_rmq-namesrv"))
-            .args(["--listen", "127.0.0.1:0", "--log-level", "warn"])
-            .arg("--kv-config-path")
-            .arg(dir.join("kvConfig.json"))
-            .arg("--config-store-path")
-            .arg(dir.join("namesrv.properties"))
-            .env("NAMESRV__KV__BACKEND", "etcd")
-            .env("NAMESRV__KV__ETCD_ENDPOINTS", etcd.endpoint())
-            .env("NAMESRV__KV__ETCD_PREFIX", prefix)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn rmq-namesrv");
-        let stdout = child.stdout.take().expect("stdout");
+        let (child, addr) = spawn_listening(
+            Command::new(env!("CARGO_BIN_EXE_rmq-namesrv"))
+                .args(["--listen", "127.0.0.1:0", "--log-level", "warn"])
+                .arg("--kv-config-path")
+                .arg(dir.join("kvConfig.json"))
+                .arg("--config-store-path")
+                .arg(dir.join("namesrv.properties"))
+                .env("NAMESRV__KV__BACKEND", "etcd")
+                .env("NAMESRV__KV__ETCD_ENDPOINTS", etcd.endpoint())
+                .env("NAMESRV__KV__ETCD_PREFIX", prefix)
+                .stderr(Stdio::null()),
+            "rmq-namesrv listening on ",
+        );
         let daemon = Daemon(child);
-        let mut line = String::new();
-        BufReader::new(stdout)
-            .read_line(&mut line)
-            .expect("start-up line");
-        let addr = line
-            .trim()
-            .strip_prefix("rmq-namesrv listening on ")
-            .and_then(|addr| addr.parse().ok())
-            .unwrap_or_else(|| panic!("unexpected start-up line {line:?}"));
+        let addr = addr
+            .parse()
+            .unwrap_or_else(|e| panic!("listening address {addr:?}: {e}"));
         (daemon, addr)
     }
 
     fn signal(&self, signal: &str) {
-        let status = Command::new("kill")
-            .args([signal, &self.0.id().to_string()])
-            .status()
-            .expect("run kill");
-        assert!(status.success(), "kill {signal} failed");
+        support::etcd::signal(self.0.id(), signal);
     }
 }
 
@@ -481,9 +469,7 @@ impl Drop for Daemon {
 #[actix::test]
 async fn a_frozen_nameserver_refuses_the_changes_it_finds_on_waking() {
     let etcd = support::etcd::start();
-    let dir = std::env::temp_dir().join(format!("rmq-kv-frozen-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("temp dir");
+    let dir = test_dir("kv-frozen");
     let (frozen, frozen_addr) = Daemon::start(&etcd, "/frozen/kv", &dir);
     let mut on_frozen = Client::connect(&frozen_addr.to_string(), Duration::from_secs(20))
         .await

@@ -213,12 +213,7 @@ impl Etcd {
     }
 
     fn signal(&self, signal: &str) {
-        let status = Command::new("kill")
-            .arg(signal)
-            .arg(self.pid().to_string())
-            .status()
-            .expect("run kill");
-        assert!(status.success(), "kill {signal} {} failed", self.pid());
+        self::signal(self.pid(), signal);
     }
 
     /// Whether etcd answers its health check now.
@@ -312,6 +307,16 @@ fn free_ports() -> (u16, u16) {
     );
     drop((a, b));
     ports
+}
+
+/// Sends `signal` (as `kill` takes it: `-STOP`, `-CONT`, ...) to process `pid`.
+pub fn signal(pid: u32, signal: &str) {
+    let status = Command::new("kill")
+        .arg(signal)
+        .arg(pid.to_string())
+        .status()
+        .expect("run kill");
+    assert!(status.success(), "kill {signal} {pid} failed");
 }
 
 /// A number no other call in this process got (for directory names).

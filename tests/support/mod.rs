@@ -106,6 +106,33 @@ where
     }
 }
 
+/// Spawns `command` with its stdout piped and reads its first line, which must be `prefix`
+/// followed by the address it listens on: the child and that address.
+pub fn spawn_listening(
+    command: &mut std::process::Command,
+    prefix: &str,
+) -> (std::process::Child, String) {
+    use std::io::{BufRead, BufReader};
+    let mut child = command
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn rmq-namesrv");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut line = String::new();
+    let read = BufReader::new(stdout).read_line(&mut line);
+    match line.trim().strip_prefix(prefix) {
+        Some(addr) if read.is_ok() => {
+            let addr = addr.to_owned();
+            (child, addr)
+        }
+        _ => {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("unexpected start-up line {line:?} ({read:?})");
+        }
+    }
+}
+
 /// A fresh directory for one test's files, under the temp dir (removed by the next run's
 /// `test_config` once this process is gone).
 pub fn test_dir(name: &str) -> std::path::PathBuf {
