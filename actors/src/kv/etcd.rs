@@ -159,8 +159,8 @@ impl EtcdSync {
         if gap > FROZEN {
             self.woke = Some(now);
             warn!(
-                frozen = %humantime::format_duration(round_ms(gap)),
-                refusing_for = %humantime::format_duration(FROZEN),
+                frozen = ?gap,
+                refusing_for = ?FROZEN,
                 "KV store (etcd): this NameServer was frozen (SIGSTOP, a paused VM or starvation); \
                  the changes that arrive now are refused, their clients may have given up on them"
             );
@@ -182,11 +182,6 @@ impl EtcdSync {
             humantime::format_duration(FROZEN)
         ))
     }
-}
-
-/// A duration to whole milliseconds, for the log.
-fn round_ms(d: Duration) -> Duration {
-    Duration::from_millis(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// A session opened and its state read, before the actor takes it.
