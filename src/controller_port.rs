@@ -104,12 +104,8 @@ pub fn prepare(config: &Config) -> Result<Option<Prepared>, ControllerStartError
             .map_err(|e| ControllerStartError::Config(e.to_string()))?;
     }
     etcd.validate().map_err(ControllerStartError::Config)?;
-    let bound = std::net::TcpListener::bind(addr)
-        .and_then(|l| l.set_nonblocking(true).map(|()| l))
-        .map_err(|source| ControllerStartError::Bind { addr, source })?;
-    let incoming = tokio::net::TcpListener::from_std(bound)
-        .map_err(|source| ControllerStartError::Bind { addr, source })?;
-    // Without etcd, one controller and its local file (read now: a bad file stops start-up).
+    // Without etcd, one controller and its local file, read before the port is bound: a bad
+    // file stops start-up, and says so whether or not the port is free.
     let (file, store_name) = if etcd.enabled() {
         let name = format!("etcd {} under {}", etcd.endpoints.join(","), etcd.prefix);
         (None, name)
@@ -118,6 +114,11 @@ pub fn prepare(config: &Config) -> Result<Option<Prepared>, ControllerStartError
         let file = FileStore::open(&dir, settings.me())?;
         (Some(file), dir.display().to_string())
     };
+    let bound = std::net::TcpListener::bind(addr)
+        .and_then(|l| l.set_nonblocking(true).map(|()| l))
+        .map_err(|source| ControllerStartError::Bind { addr, source })?;
+    let incoming = tokio::net::TcpListener::from_std(bound)
+        .map_err(|source| ControllerStartError::Bind { addr, source })?;
     Ok(Some(Prepared {
         addr,
         incoming,

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use rmq_namesrv::protocol::{properties, RemotingCommand, RequestCode};
 
-use crate::support::controller::{controller, controller_config, free_port};
+use crate::support::controller::{controller, controller_config};
 use crate::support::*;
 
 const CONTROLLER_INVALID_REQUEST: i32 = 2005;
@@ -143,13 +143,16 @@ fn a_corrupt_state_file_stops_the_start_cleanly() {
     let store = dir.join("ctl");
     std::fs::create_dir_all(&store).unwrap();
     let props = dir.join("namesrv.properties");
+    // The controller's port is held by this test: the state file is read before the port is
+    // bound, so its error is the one reported (and no other test can take the port meanwhile).
+    let held = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     std::fs::write(
         &props,
         format!(
             "enableControllerInNamesrv=true\ncontrollerDLegerGroup=g\n\
              controllerDLegerPeers=n0-127.0.0.1:{}\ncontrollerDLegerSelfId=n0\n\
              controllerStorePath={}\nkvConfigPath={}\n",
-            free_port(),
+            held.local_addr().unwrap().port(),
             store.display(),
             dir.join("kv.json").display()
         ),
