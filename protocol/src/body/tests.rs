@@ -194,6 +194,34 @@ fn register_body_json_versions() {
     assert_eq!(info.curr_id_map.as_ref().unwrap()[&1], 4);
 }
 
+/// The topic table is gathered and built at once: the same table as inserting one by one
+/// (sorted, the last of a repeated name kept), `null` and an absent table empty, an array refused,
+/// and filter types read as sent.
+#[test]
+fn topic_tables_read_as_maps_do() {
+    let table = |json: &str| {
+        let wrapper = format!(r#"{{"topicConfigSerializeWrapper":{{"topicConfigTable":{json}}}}}"#);
+        RegisterBrokerBody::decode(Some(wrapper.as_bytes()), false, 479, 1 << 20)
+            .map(|b| b.topic_config_wrapper.topic_config_table)
+    };
+    let read = table(
+        r#"{"B":{"perm":2,"topicName":"B"},"A":{"perm":6,"topicName":"A","topicFilterType":"MULTI_TAG"},
+            "B":{"perm":4,"topicName":"B","topicFilterType":"ODD"}}"#,
+    )
+    .unwrap();
+    assert_eq!(read.keys().collect::<Vec<_>>(), ["A", "B"]);
+    assert_eq!(read["B"].perm, 4);
+    assert_eq!(read["B"].topic_filter_type, "ODD");
+    assert_eq!(read["A"].topic_filter_type, "MULTI_TAG");
+    assert_eq!(read["A"].read_queue_nums, 16);
+    assert!(table("null").unwrap().is_empty());
+    assert!(table("{}").unwrap().is_empty());
+    assert!(table(r#"[{"topicName":"A"}]"#).is_err());
+    assert!(table(r#"{"A":{"topicFilterType":5}}"#).is_err());
+    let absent = RegisterBrokerBody::decode(Some(b"{}"), false, 479, 1 << 20).unwrap();
+    assert!(absent.topic_config_wrapper.topic_config_table.is_empty());
+}
+
 /// Golden vector V9 (docs/protocol.md#golden-vectors): the inflated bytes and the zlib stream
 /// decode to one topic.
 #[test]
