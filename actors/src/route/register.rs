@@ -451,11 +451,13 @@ impl RouteTables {
             } else {
                 config.topic_name.as_str()
             };
-            let has_queues = self
-                .topics
-                .get(topic)
-                .is_some_and(|t| t.contains(walk.name.as_str()));
-            if cursor.changed || !has_queues {
+            // (A changed table writes every topic: no need to look first.)
+            if cursor.changed
+                || !self
+                    .topics
+                    .get(topic)
+                    .is_some_and(|t| t.contains(walk.name.as_str()))
+            {
                 let mut perm = config.perm;
                 if cursor.wipe_write {
                     perm &= !perm::WRITE;

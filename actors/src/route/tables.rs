@@ -158,7 +158,8 @@ impl ChangeLog {
     /// The route of `topic` changed.
     pub(super) fn topic(&mut self, topic: &str) {
         self.version += 1;
-        if !self.pending.all && self.served.remove(topic) {
+        // (`is_empty` first: a removal hashes the name even from an empty set.)
+        if !self.pending.all && !self.served.is_empty() && self.served.remove(topic) {
             self.pending.topics.push(TopicName::new(topic));
         }
     }
