@@ -158,6 +158,8 @@ struct TopicCursor {
     after: Option<String>,
     finished: bool,
     new_topics: usize,
+    /// The group's place among the groups of the topic written last.
+    rank: usize,
 }
 
 /// What joining its group (steps 1 to 5) found out: whether the group is new or changed, and
@@ -421,6 +423,7 @@ impl RouteTables {
             after: None,
             finished: false,
             new_topics: 0,
+            rank: 0,
         })
     }
 
@@ -468,7 +471,7 @@ impl RouteTables {
                     perm,
                     sys_flag: config.topic_sys_flag,
                 };
-                if self.upsert_queues(topic, &walk.name, queues) {
+                if self.upsert_queues(topic, &walk.name, queues, &mut cursor.rank) {
                     cursor.new_topics += 1;
                     if cursor.new_topics <= NEW_TOPICS_LOGGED {
                         info!(topic = %Clipped(topic), broker = %walk.name, "new topic registered");
@@ -639,9 +642,17 @@ impl RouteTables {
     /// Puts one broker group's queues into a topic, creating the topic; replaces only when
     /// different, so an unchanged registration leaves the route unchanged (and cached). True when the
     /// topic is new.
-    pub(super) fn upsert_queues(&mut self, topic: &str, name: &BrokerName, queues: Queues) -> bool {
+    /// Sets group `name`'s queues of `topic`, looking for the group at `rank` first (the rank it
+    /// had in the caller's previous topic, updated); answers whether the topic is new.
+    pub(super) fn upsert_queues(
+        &mut self,
+        topic: &str,
+        name: &BrokerName,
+        queues: Queues,
+        rank: &mut usize,
+    ) -> bool {
         let (topic_queues, created) = self.topics.get_or_insert(topic);
-        if topic_queues.set(name, queues) {
+        if topic_queues.set_from(name, queues, rank) {
             self.changes.topic(topic);
         }
         created

@@ -6,6 +6,7 @@
 //! record into the hole (its position in the index is updated), so the vector stays dense and
 //! the index is the only sparse part. Unused capacity is never touched, so it is not resident.
 
+use std::cmp::Ordering;
 use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
 
@@ -46,9 +47,41 @@ impl GroupQueues {
         self.position(name).is_ok()
     }
 
+    /// Where `name` is or goes, looked for first at `rank`: the groups of a broker's topics are
+    /// mostly the same, so its rank in one topic is its rank in the next. Two neighbouring
+    /// entries are read then, where a search reads one cache line per step of a list that can
+    /// be a thousand groups long (and a registration walks a thousand such lists).
+    fn position_from(&self, name: &str, rank: usize) -> Result<usize, usize> {
+        let entries = &self.0;
+        let after_previous = match rank.checked_sub(1) {
+            None => true,
+            Some(previous) => entries
+                .get(previous)
+                .is_some_and(|(n, _)| n.as_str() < name),
+        };
+        if after_previous {
+            match entries.get(rank).map(|(n, _)| n.as_str().cmp(name)) {
+                None if rank == entries.len() => return Err(rank),
+                Some(Ordering::Greater) => return Err(rank),
+                Some(Ordering::Equal) => return Ok(rank),
+                _ => {}
+            }
+        }
+        self.position(name)
+    }
+
     /// Sets the queues of group `name`; answers whether anything changed.
     pub(super) fn set(&mut self, name: &BrokerName, queues: Queues) -> bool {
-        match self.position(name.as_str()) {
+        let mut anywhere = usize::MAX;
+        self.set_from(name, queues, &mut anywhere)
+    }
+
+    /// [`GroupQueues::set`], looking first at `rank` (see [`GroupQueues::position_from`]), which
+    /// it sets to where `name` is now.
+    pub(super) fn set_from(&mut self, name: &BrokerName, queues: Queues, rank: &mut usize) -> bool {
+        let found = self.position_from(name.as_str(), *rank);
+        *rank = found.unwrap_or_else(|at| at);
+        match found {
             Ok(at) if self.0[at].1 == queues => false,
             Ok(at) => {
                 self.0[at].1 = queues;
@@ -281,6 +314,28 @@ mod tests {
         assert_eq!(topic.remove("a"), Some(queues(1)));
         assert_eq!(topic.first(), Some(&queues(2)));
         assert!(!topic.contains("a"));
+    }
+
+    /// Whatever rank it is given (right, wrong, past the end), `set_from` lands where a search
+    /// would, and leaves the rank at the group's place.
+    #[test]
+    fn a_rank_hint_never_changes_where_a_group_goes() {
+        let names = ["b", "d", "f", "h"];
+        for hint in 0..=6 {
+            for name in ["a", "b", "c", "d", "e", "h", "i"] {
+                let mut hinted = GroupQueues::default();
+                let mut searched = GroupQueues::default();
+                for n in names {
+                    hinted.set(&BrokerName::new(n), queues(1));
+                    searched.set(&BrokerName::new(n), queues(1));
+                }
+                let mut rank = hint;
+                let changed = hinted.set_from(&BrokerName::new(name), queues(2), &mut rank);
+                assert_eq!(changed, searched.set(&BrokerName::new(name), queues(2)));
+                assert_eq!(hinted, searched, "{name} from rank {hint}");
+                assert_eq!(hinted.0[rank].0.as_str(), name, "{name} from rank {hint}");
+            }
+        }
     }
 
     #[test]

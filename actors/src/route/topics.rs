@@ -38,7 +38,8 @@ impl RouteTables {
                 perm: q.perm,
                 sys_flag: q.topic_sys_flag,
             };
-            if self.upsert_queues(topic, &name, queues) {
+            let mut anywhere = usize::MAX;
+            if self.upsert_queues(topic, &name, queues, &mut anywhere) {
                 info!(topic = %Clipped(topic), broker = %name, "new topic registered");
             }
         }
