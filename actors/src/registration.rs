@@ -248,7 +248,7 @@ async fn decode_off_loop(
         return decode_registration(&cmd, conn, max_inflated_body, previous.as_deref())
             .map_err(|response| RegistrationError::Refused(Box::new(response)));
     }
-    let job = crate::background::spawn(move || {
+    let job = crate::background::spawn_cpu(move || {
         decode_registration(&cmd, conn, max_inflated_body, previous.as_deref())
     });
     match job.await {

@@ -71,7 +71,7 @@ fn read_frames(
             // this connection reads nothing more (its requests stay in order).
             act.partial_since = None;
             let decoding =
-                crate::background::spawn(move || rmq_protocol::codec::decode_frame(frame));
+                crate::background::spawn_cpu(move || rmq_protocol::codec::decode_frame(frame));
             ctx.wait(decoding.into_actor(act).map(|decoded, act, ctx| {
                 let item = decoded.unwrap_or_else(|err| {
                     Err(FrameError::Io(std::io::Error::other(format!(
