@@ -640,10 +640,9 @@ impl RouteTables {
     }
 
     /// Puts one broker group's queues into a topic, creating the topic; replaces only when
-    /// different, so an unchanged registration leaves the route unchanged (and cached). True when the
-    /// topic is new.
-    /// Sets group `name`'s queues of `topic`, looking for the group at `rank` first (the rank it
-    /// had in the caller's previous topic, updated); answers whether the topic is new.
+    /// different, so an unchanged registration leaves the route unchanged (and cached). The
+    /// group is looked for at `rank` first (its place in the caller's previous topic; updated).
+    /// True when the topic is new.
     pub(super) fn upsert_queues(
         &mut self,
         topic: &str,
