@@ -194,9 +194,8 @@ fn register_body_json_versions() {
     assert_eq!(info.curr_id_map.as_ref().unwrap()[&1], 4);
 }
 
-/// The topic table is gathered and built at once: the same table as inserting one by one
-/// (sorted, the last of a repeated name kept), `null` and an absent table empty, an array refused,
-/// and filter types read as sent.
+/// A topic table: sorted, the last of a repeated name kept, `null` and an absent table empty, an
+/// array refused, and filter types read as sent (the two known ones without allocating).
 #[test]
 fn topic_tables_read_as_maps_do() {
     let table = |json: &str| {

@@ -161,42 +161,6 @@ fn filter_type<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Cow<'static
     deserializer.deserialize_str(Text)
 }
 
-/// Reads a topic table: its entries gathered first and the map built from them at once (sorted,
-/// the last of equal names kept, as inserting one by one would), which costs a fraction of
-/// inserting a thousand topics one by one. `null` is an empty table.
-fn topic_table<'de, D: Deserializer<'de>>(
-    deserializer: D,
-) -> Result<BTreeMap<String, TopicConfig>, D::Error> {
-    struct Entries;
-    impl<'de> serde::de::Visitor<'de> for Entries {
-        type Value = BTreeMap<String, TopicConfig>;
-        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-            f.write_str("a map of topic configs")
-        }
-        fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
-            Ok(BTreeMap::new())
-        }
-        fn visit_none<E: serde::de::Error>(self) -> Result<Self::Value, E> {
-            Ok(BTreeMap::new())
-        }
-        fn visit_some<D: Deserializer<'de>>(self, inner: D) -> Result<Self::Value, D::Error> {
-            inner.deserialize_map(self)
-        }
-        fn visit_map<A: serde::de::MapAccess<'de>>(
-            self,
-            mut map: A,
-        ) -> Result<Self::Value, A::Error> {
-            // The hint is the input's word: capped, so a lying one cannot reserve much.
-            let mut entries = Vec::with_capacity(map.size_hint().unwrap_or(0).min(4096));
-            while let Some(entry) = map.next_entry::<String, TopicConfig>()? {
-                entries.push(entry);
-            }
-            Ok(entries.into_iter().collect())
-        }
-    }
-    deserializer.deserialize_option(Entries)
-}
-
 /// Static-topic mapping of one broker for one topic (`TopicQueueMappingInfo`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, remote = "Self")]
@@ -237,7 +201,7 @@ impl Default for TopicQueueMappingInfo {
 pub struct TopicConfigWrapper {
     #[serde(rename = "dataVersion", deserialize_with = "null_default")]
     pub data_version: DataVersion,
-    #[serde(rename = "topicConfigTable", deserialize_with = "topic_table")]
+    #[serde(rename = "topicConfigTable", deserialize_with = "null_default")]
     pub topic_config_table: BTreeMap<String, TopicConfig>,
     #[serde(rename = "topicQueueMappingInfoMap", deserialize_with = "null_default")]
     pub topic_queue_mapping_info_map: BTreeMap<String, TopicQueueMappingInfo>,
