@@ -213,7 +213,7 @@ class Scale:
                 return held
 
             argv = ["--groups", str(groups), "--topics", str(topics), "--spread", str(spread),
-                    "--hold", "600s", "--steady", self.args.steady]
+                    "--hold", "600s", "--steady", self.args.steady, "--probe-rate", str(self.args.probe_rate)]
             out.update(self.scale(label, proc, argv, self.args.point_timeout, on_hold))
         finally:
             if proc in self.bench.ctx.procs:
@@ -267,6 +267,8 @@ FIGURES = [
     ("route p99 during the round (ms)", "ms", lambda r: ms(dig(r, "reregister", "routes", "latency_us", "p99"))),
     ("route max during the round (ms)", "ms", lambda r: ms(dig(r, "reregister", "routes", "latency_us", "max"))),
     ("route p99 steady (ms)", "ms", lambda r: ms(dig(r, "steady_routes", "latency_us", "p99"))),
+    ("route throughput, closed loop (answers/s)", "/s", lambda r: dig(r, "route_throughput", "answers_per_s")),
+    ("route throughput, closed loop (MiB/s of bodies)", "MiB/s", lambda r: dig(r, "route_throughput", "mib_per_s")),
     ("GET_BROKER_CLUSTER_INFO median (ms)", "ms", lambda r: dig(r, "reads", "cluster_info", "ms_median")),
     ("GET_ALL_TOPIC_LIST_FROM_NAMESERVER median (ms)", "ms", lambda r: dig(r, "reads", "topic_list", "ms_median")),
     ("GET_TOPICS_BY_CLUSTER median (ms)", "ms", lambda r: dig(r, "reads", "topics_by_cluster", "ms_median")),
@@ -409,8 +411,9 @@ def report(results, names, meta):
                 for name, r in points.items() if r and r.get("error")]
     for kind, points in results.items():
         for name, r in points.items():
-            lost = (dig(r, "reregister", "routes", "not_success") or 0) + (dig(r, "steady_routes", "not_success") or 0)
-            errs = (dig(r, "reregister", "routes", "errors") or []) + (dig(r, "steady_routes", "errors") or [])
+            probed = ("reregister", "routes"), ("steady_routes",), ("route_throughput",)
+            lost = sum(dig(r, *keys, "not_success") or 0 for keys in probed)
+            errs = [e for keys in probed for e in (dig(r, *keys, "errors") or [])]
             if lost or errs:
                 failures.append(f"{kind} {name}: route probes: {lost} answers not SUCCESS, errors {errs[:3]}")
     if failures:
@@ -430,6 +433,10 @@ def parse_args():
     p.add_argument("--java-heap", default=None, help="Java -Xms/-Xmx for every point (default by entries)")
     p.add_argument("--warm-runs", type=int, default=2, help="Java warm-up runs per point (2)")
     p.add_argument("--steady", default="3s", help="steady-state route probing per point (3s)")
+    p.add_argument("--probe-rate", type=float, default=1000.0,
+                   help="route probes a second during the round and at steady state, all four "
+                        "connections together (1000; 0: closed loop). A closed-loop second follows "
+                        "the steady state either way (route throughput).")
     p.add_argument("--point-timeout", type=float, default=1800, help="seconds per point and server (1800)")
     p.add_argument("--superlinear", type=float, default=12.0, help="flag growth per 10x above this (12)")
     p.add_argument("--binary", default=str(compare.OUR_BINARY.relative_to(REPO)), help="our server's binary")

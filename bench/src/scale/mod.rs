@@ -19,7 +19,10 @@ mod fleet;
 mod probe;
 mod reads;
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use bytes::Bytes;
 
 use clap::Args;
 use serde_json::{json, Value};
@@ -55,9 +58,16 @@ pub struct ScaleArgs {
     /// Route probe connections (one request at a time each).
     #[arg(long, default_value_t = 4)]
     pub probes: usize,
+    /// Route requests a second of all the probes together, during the round and at steady state
+    /// (latency at a fixed rate; 0: as fast as they are answered).
+    #[arg(long, default_value_t = 1000.0)]
+    pub probe_rate: f64,
     /// Steady-state route probing after the re-registration round.
     #[arg(long, value_parser = humantime::parse_duration, default_value = "3s")]
     pub steady: Duration,
+    /// Closed-loop route probing after the steady state (answers and bytes a second; 0s: none).
+    #[arg(long, value_parser = humantime::parse_duration, default_value = "1s")]
+    pub throughput: Duration,
     /// Times each big read is asked.
     #[arg(long, default_value_t = 3)]
     pub reads: usize,
@@ -108,13 +118,8 @@ pub async fn run(common: &Common, args: &ScaleArgs) -> Result<Value, BenchError>
     let memory = memory_json(idle, transient, after, shape.entries(), floor);
     let probe_frames = probe::requests(&shape)?;
     let limit = common.timeout * 4 + Duration::from_secs(600);
-    let probes = Probes::start(
-        common.addr,
-        args.probes,
-        &probe_frames,
-        common.timeout,
-        limit,
-    );
+    let pace = (args.probes, args.probe_rate);
+    let probes = Probes::start(common.addr, pace, &probe_frames, common.timeout, limit);
     let cpu = CpuWindow::start(pid);
     let (members, took) =
         fleet::round(members, common.addr, args.concurrency, common.timeout).await?;
@@ -128,7 +133,7 @@ pub async fn run(common: &Common, args: &ScaleArgs) -> Result<Value, BenchError>
     let reregister = json!({"s": took.as_secs_f64(), "cpu": cpu, "routes": during.to_json()});
     let probes = Probes::start(
         common.addr,
-        args.probes,
+        pace,
         &probe_frames,
         common.timeout,
         args.steady,
@@ -136,6 +141,7 @@ pub async fn run(common: &Common, args: &ScaleArgs) -> Result<Value, BenchError>
     tokio::time::sleep(args.steady).await;
     let steady = probes.stop().await;
     println!("steady routes: {}", steady.latencies.summary());
+    let throughput = route_throughput(common, args, &probe_frames).await;
     let big = big_reads(common, args).await;
     if let Some(hold) = args.hold {
         hold_until_stdin_closes(hold).await;
@@ -156,8 +162,28 @@ pub async fn run(common: &Common, args: &ScaleArgs) -> Result<Value, BenchError>
         "register": register,
         "reregister": reregister,
         "steady_routes": steady.to_json(),
+        "route_throughput": throughput,
         "reads": big,
     }))
+}
+
+/// The probes in a closed loop for `--throughput`: route answers and body bytes a second.
+async fn route_throughput(common: &Common, args: &ScaleArgs, frames: &Arc<Vec<Bytes>>) -> Value {
+    if args.throughput.is_zero() {
+        return Value::Null;
+    }
+    let closed = (args.probes, 0.0);
+    let started = Instant::now();
+    let probes = Probes::start(common.addr, closed, frames, common.timeout, args.throughput);
+    tokio::time::sleep(args.throughput).await;
+    let result = probes.stop().await;
+    let figures = result.throughput_json(started.elapsed());
+    println!(
+        "route throughput, closed loop: {:.0} answers/s, {:.1} MiB/s",
+        figures["answers_per_s"].as_f64().unwrap_or(0.0),
+        figures["mib_per_s"].as_f64().unwrap_or(0.0)
+    );
+    figures
 }
 
 /// When RSS is read after the registration: once while the decoded bodies may still be held
