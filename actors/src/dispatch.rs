@@ -356,16 +356,16 @@ fn route_info(cmd: &RemotingCommand, to: &Asking<'_>) -> Outcome {
             // Java's ZoneRouteRPCHook re-encodes a zone-filtered route in legacy JSON,
             // whatever the request asked.
             (Some(zone), ..) => {
-                let mut route = reply.route;
+                let mut route = reply.route.to_data();
                 filter_by_zone(&mut route, &zone);
                 Body(to_json(&route, JsonStyle::Legacy).into())
             }
             (None, Some(topic), Some(cache)) => {
-                let body = Bytes::from(to_json(&reply.route, style));
+                let body = Bytes::from(reply.route.to_json(style));
                 cache.fill(&topic, style, body.clone(), reply.generation);
                 Body(body)
             }
-            (None, ..) => Body(to_json(&reply.route, style).into()),
+            (None, ..) => Body(reply.route.to_json(style).into()),
         }))
     })
 }
@@ -558,7 +558,7 @@ fn route_with_fallback(
     let product_env = product_env.clone();
     async move {
         let route = match local.await? {
-            Ok(reply) => reply.route,
+            Ok(reply) => reply.route.to_data(),
             Err(RouteError::TopicNotExist(topic)) => {
                 let asked = LookupProductEnvRoute {
                     topic: topic.clone(),

@@ -12,7 +12,7 @@ use std::time::Instant;
 use actix::prelude::*;
 use bytes::Bytes;
 use rmq_protocol::body::{
-    ClusterInfo, DataVersion, GetBrokerMemberGroupResponseBody, KvTable, QueueData, TopicRouteData,
+    ClusterInfo, DataVersion, GetBrokerMemberGroupResponseBody, KvTable, QueueData, SharedRoute,
 };
 
 use crate::route::{
@@ -85,7 +85,8 @@ pub struct GetRouteInfo {
 /// encoding if the topic changed after that).
 #[derive(Debug, Clone)]
 pub struct RouteReply {
-    pub route: TopicRouteData,
+    /// Shared parts: encoded with `SharedRoute::to_json`, copied out with `to_data`.
+    pub route: SharedRoute,
     pub generation: u64,
 }
 

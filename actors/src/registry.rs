@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use actix::prelude::*;
-use rmq_protocol::body::{KvTable, TopicRouteData};
+use rmq_protocol::body::{KvTable, SharedRoute};
 use tracing::{info, warn};
 
 use crate::contain::Recover;
@@ -99,8 +99,8 @@ impl RouteRegistry {
     }
 
     /// The route of `topic`, with its ORDER_TOPIC_CONFIG value when routes show it.
-    fn route(&self, topic: &str) -> Option<TopicRouteData> {
-        let mut route = self.tables.topic_route(topic)?;
+    fn route(&self, topic: &str) -> Option<SharedRoute> {
+        let mut route = self.tables.shared_route(topic)?;
         if self.settings.order_message_enable || self.cluster_test {
             route.order_topic_conf = self
                 .order_topic_conf

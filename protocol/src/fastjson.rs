@@ -243,6 +243,11 @@ impl ItoaBuf {
     }
 }
 
+/// Appends an integer as fastjson writes it (as a value, not a map key).
+pub fn write_int(out: &mut Vec<u8>, value: i64) {
+    out.extend_from_slice(itoa_i64(value).as_str().as_bytes());
+}
+
 /// Serializes `value` as fastjson would into `out`.
 pub fn write_to<W: io::Write, T: Serialize + ?Sized>(
     out: W,

@@ -41,7 +41,7 @@ impl Handler<QueryRoute> for RouteRegistry {
 
     fn handle(&mut self, msg: QueryRoute, ctx: &mut Context<Self>) -> Self::Result {
         contain(self, ctx, "QueryRoute", move |this, _| {
-            this.route(&msg.topic)
+            this.route(&msg.topic).map(|route| route.to_data())
         })
     }
 }

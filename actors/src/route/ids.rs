@@ -22,6 +22,11 @@ macro_rules! name_id {
             pub fn as_str(&self) -> &str {
                 &self.0
             }
+
+            /// The name as a shared string (a reference-count bump).
+            pub fn shared(&self) -> Arc<str> {
+                Arc::clone(&self.0)
+            }
         }
 
         impl Borrow<str> for $name {

@@ -2,9 +2,11 @@
 //! topic lists, counts.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use rmq_protocol::body::{
-    perm, sys_flag, to_json, BrokerMemberGroup, ClusterInfo, QueueData, TopicRouteData,
+    perm, sys_flag, to_json, BrokerMemberGroup, ClusterInfo, EncodedBrokerData, SharedQueueData,
+    SharedRoute, TopicRouteData,
 };
 use rmq_protocol::fastjson::JsonStyle;
 use serde::Serialize;
@@ -205,25 +207,31 @@ impl RouteTables {
 
     /// The route of a topic (docs/route-rules.md#route-lookup), or `None` if no queue with a known group exists.
     pub fn topic_route(&self, topic: &str) -> Option<TopicRouteData> {
+        self.shared_route(topic).map(|route| route.to_data())
+    }
+
+    /// The route of a topic as [`Self::topic_route`], its groups' `BrokerData` shared with the
+    /// routes of their other topics, each encoded once.
+    pub fn shared_route(&self, topic: &str) -> Option<SharedRoute> {
         let queues = self.topics.get(topic)?;
-        let mut route = TopicRouteData {
+        let mut route = SharedRoute {
             queue_datas: queues
                 .iter()
-                .map(|(name, q)| QueueData {
-                    broker_name: name.as_str().to_owned(),
+                .map(|(name, q)| SharedQueueData {
+                    broker_name: name.shared(),
                     perm: q.perm,
                     read_queue_nums: q.read,
                     topic_sys_flag: q.sys_flag,
                     write_queue_nums: q.write,
                 })
                 .collect(),
-            ..TopicRouteData::default()
+            ..SharedRoute::default()
         };
         for name in queues.names() {
             let Some(group) = self.brokers.get(name) else {
                 continue;
             };
-            route.broker_datas.push(group.to_broker_data(name));
+            route.broker_datas.push(group.encoded.of(name, group));
             if self.filter_servers.is_empty() {
                 continue;
             }
@@ -252,16 +260,17 @@ impl RouteTables {
 }
 
 /// docs/route-rules.md#route-lookup, step 6: in a master-less group with acting master enabled whose queue is read-only, the
-/// lowest-id slave is shown as id 0.
-fn rewrite_acting_masters(route: &mut TopicRouteData) {
-    let needs = route
-        .broker_datas
-        .iter()
-        .any(|b| !b.broker_addrs.is_empty() && !b.broker_addrs.contains_key(&MASTER_ID));
+/// lowest-id slave is shown as id 0 (in this route only: the group's shared encoding stays).
+fn rewrite_acting_masters(route: &mut SharedRoute) {
+    let needs = route.broker_datas.iter().any(|b| {
+        let addrs = &b.data().broker_addrs;
+        !addrs.is_empty() && !addrs.contains_key(&MASTER_ID)
+    });
     if !needs {
         return;
     }
-    for broker in &mut route.broker_datas {
+    for shared in &mut route.broker_datas {
+        let broker = shared.data();
         if broker.broker_addrs.is_empty()
             || broker.broker_addrs.contains_key(&MASTER_ID)
             || !broker.enable_acting_master
@@ -271,12 +280,14 @@ fn rewrite_acting_masters(route: &mut TopicRouteData) {
         let read_only = route
             .queue_datas
             .iter()
-            .find(|q| q.broker_name == broker.broker_name)
+            .find(|q| *q.broker_name == *broker.broker_name)
             .is_some_and(|q| !perm::is_writeable(q.perm));
         if read_only {
-            if let Some((_, addr)) = broker.broker_addrs.pop_first() {
-                broker.broker_addrs.insert(MASTER_ID, addr);
+            let mut acting = broker.clone();
+            if let Some((_, addr)) = acting.broker_addrs.pop_first() {
+                acting.broker_addrs.insert(MASTER_ID, addr);
             }
+            *shared = Arc::new(EncodedBrokerData::new(acting));
         }
     }
 }

@@ -16,7 +16,7 @@ use tracing::{debug, info, warn};
 use super::ids::{
     BrokerAddr, BrokerId, BrokerInstance, BrokerName, ClusterName, ConnId, TopicName, MASTER_ID,
 };
-use super::tables::{Applied, BrokerGroup, LiveBroker, MinIdChange, RouteTables};
+use super::tables::{Applied, BrokerGroup, EncodedGroup, LiveBroker, MinIdChange, RouteTables};
 use super::topic_map::Queues;
 
 /// A registration's topic table: shared, so the registry never has to free a large one on its
@@ -275,6 +275,7 @@ impl RouteTables {
                 addrs: BTreeMap::new(),
                 enable_acting_master: false,
                 zone_name: None,
+                encoded: EncodedGroup::default(),
             }
         });
         let mut group_changed = false;

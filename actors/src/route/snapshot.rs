@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use super::ids::{
     BrokerAddr, BrokerId, BrokerInstance, BrokerName, ClusterName, ConnId, TopicName,
 };
-use super::tables::{BrokerGroup, LiveBroker, RouteTables};
+use super::tables::{BrokerGroup, EncodedGroup, LiveBroker, RouteTables};
 use super::topic_map::{GroupQueues, Queues};
 
 /// The format of the snapshots this build writes; another one is ignored at start.
@@ -233,6 +233,7 @@ impl RouteTables {
                     addrs,
                     enable_acting_master: group.enable_acting_master,
                     zone_name: group.zone_name,
+                    encoded: EncodedGroup::default(),
                 },
             );
         }

@@ -4,10 +4,12 @@
 //! record of what changed (`changes.rs`). Pure: no actix, no I/O; time is passed in. The rules are
 //! described in docs/route-rules.md.
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rmq_protocol::body::{BrokerData, DataVersion, TopicQueueMappingInfo};
+use rmq_protocol::body::{BrokerData, DataVersion, EncodedBrokerData, TopicQueueMappingInfo};
 
 use super::ids::{
     BrokerAddr, BrokerId, BrokerInstance, BrokerName, ClusterName, ConnId, TopicName,
@@ -37,6 +39,49 @@ pub struct BrokerGroup {
     pub addrs: BTreeMap<BrokerId, BrokerAddr>,
     pub enable_acting_master: bool,
     pub zone_name: Option<String>,
+    /// Its `BrokerData`, encoded, as the routes of its topics share it.
+    pub encoded: EncodedGroup,
+}
+
+/// A group's encoded `BrokerData`: made by the first route asked after the group changed, and
+/// checked against the group at every use, so that no change can leave it stale. Not part of
+/// the group's value: a copy starts empty, and it never makes two groups unequal.
+#[derive(Default)]
+pub struct EncodedGroup(RefCell<Option<Arc<EncodedBrokerData>>>);
+
+impl EncodedGroup {
+    /// The encoding of `group` (named `name`): the one kept if it still describes the group.
+    pub(super) fn of(&self, name: &BrokerName, group: &BrokerGroup) -> Arc<EncodedBrokerData> {
+        let kept = self.0.try_borrow().ok().and_then(|kept| kept.clone());
+        if let Some(kept) = kept.filter(|kept| group.is_described_by(name, kept.data())) {
+            return kept;
+        }
+        let made = Arc::new(EncodedBrokerData::new(group.to_broker_data(name)));
+        if let Ok(mut slot) = self.0.try_borrow_mut() {
+            *slot = Some(Arc::clone(&made));
+        }
+        made
+    }
+}
+
+impl Clone for EncodedGroup {
+    fn clone(&self) -> Self {
+        Self::default()
+    }
+}
+
+impl PartialEq for EncodedGroup {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for EncodedGroup {}
+
+impl std::fmt::Debug for EncodedGroup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("EncodedGroup")
+    }
 }
 
 impl BrokerGroup {
@@ -52,6 +97,20 @@ impl BrokerGroup {
             enable_acting_master: self.enable_acting_master,
             zone_name: self.zone_name.clone(),
         }
+    }
+
+    /// Whether `data` is this group's `BrokerData` as [`Self::to_broker_data`] makes it.
+    pub(super) fn is_described_by(&self, name: &BrokerName, data: &BrokerData) -> bool {
+        data.broker_name == name.as_str()
+            && data.cluster == self.cluster.as_str()
+            && data.enable_acting_master == self.enable_acting_master
+            && data.zone_name == self.zone_name
+            && data.broker_addrs.len() == self.addrs.len()
+            && data
+                .broker_addrs
+                .iter()
+                .zip(&self.addrs)
+                .all(|((id, addr), (our_id, our_addr))| id == our_id && addr == our_addr.as_str())
     }
 
     pub(super) fn min_id(&self) -> Option<BrokerId> {

@@ -15,6 +15,7 @@ mod kv;
 pub mod perm;
 mod register;
 mod route;
+mod shared_route;
 pub mod sys_flag;
 #[cfg(test)]
 mod tests;
@@ -29,4 +30,5 @@ pub use route::{
     BrokerData, BrokerMemberGroup, ClusterInfo, GetBrokerMemberGroupResponseBody, QueueData,
     TopicList, TopicRouteData,
 };
+pub use shared_route::{EncodedBrokerData, SharedQueueData, SharedRoute};
 pub use topic_config::{DataVersion, TopicConfig, TopicConfigWrapper, TopicQueueMappingInfo};

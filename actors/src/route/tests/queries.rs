@@ -1,5 +1,11 @@
 //! Routes, cluster info, topic lists, member groups, and the admin edits of topics and permissions.
 
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use rmq_protocol::body::to_json;
+use rmq_protocol::fastjson::JsonStyle;
+
 use super::*;
 
 #[test]
@@ -273,4 +279,44 @@ fn filter_servers_show_in_routes() {
     assert!(t.topic_route("t").unwrap().filter_server_table.is_empty());
     let changes = t.take_changes();
     assert!(changes.all || changes.topics.iter().any(|topic| topic.as_str() == "t"));
+}
+
+#[test]
+fn a_groups_encoding_is_shared_by_its_topics_and_follows_every_change() {
+    let mut t = acting_tables();
+    register(&mut t, Reg::master(&["a", "b"]).acting_master(Some(true)));
+    let (a, b) = (t.shared_route("a").unwrap(), t.shared_route("b").unwrap());
+    assert!(Arc::ptr_eq(&a.broker_datas[0], &b.broker_datas[0]));
+    let was = Arc::clone(&a.broker_datas[0]);
+
+    // A slave joins: the next route shows it, from a new encoding.
+    register(&mut t, Reg::slave(&["a", "b"]).acting_master(Some(true)));
+    let a = t.shared_route("a").unwrap();
+    assert!(!Arc::ptr_eq(&a.broker_datas[0], &was));
+    assert_eq!(addrs(&t, "a"), vec![(0, MASTER.into()), (1, SLAVE.into())]);
+
+    // The master leaves: the slave acts as master in these routes only.
+    t.unregister(&[unreg(BROKER, MASTER, 0)]);
+    assert_eq!(addrs(&t, "a"), vec![(0, SLAVE.into())]);
+    let group = &t.brokers[BROKER];
+    let kept = group.encoded.of(&BrokerName::new(BROKER), group);
+    let slave_only = BTreeMap::from([(1, SLAVE.to_owned())]);
+    assert_eq!(kept.data().broker_addrs, slave_only);
+
+    // The group goes and comes back with another cluster and address.
+    t.unregister(&[unreg(BROKER, SLAVE, 1)]);
+    assert!(t.shared_route("a").is_none());
+    assert!(!t.brokers.contains_key(BROKER));
+    register(
+        &mut t,
+        Reg::new(BROKER, "127.0.0.1:20911", 0, &["a"]).cluster("other"),
+    );
+    let route = t.topic_route("a").unwrap();
+    assert_eq!(route.broker_datas[0].cluster, "other");
+    assert!(!route.broker_datas[0].enable_acting_master);
+    assert_eq!(addrs(&t, "a"), vec![(0, "127.0.0.1:20911".into())]);
+    for style in [JsonStyle::Legacy, JsonStyle::Standard] {
+        let shared = t.shared_route("a").unwrap().to_json(style);
+        assert_eq!(shared, to_json(&route, style));
+    }
 }
