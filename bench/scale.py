@@ -264,6 +264,8 @@ FIGURES = [
     ("registration: server CPU (s)", "s", lambda r: dig(r, "register", "cpu", "server_cpu_s")),
     ("re-registration round (s)", "s", lambda r: dig(r, "reregister", "s")),
     ("re-registration round: server CPU (s)", "s", lambda r: dig(r, "reregister", "cpu", "server_cpu_s")),
+    ("route p99 of the first asks after registering (ms)", "ms",
+     lambda r: ms(dig(r, "first_routes", "latency_us", "p99"))),
     ("route p99 during the round (ms)", "ms", lambda r: ms(dig(r, "reregister", "routes", "latency_us", "p99"))),
     ("route max during the round (ms)", "ms", lambda r: ms(dig(r, "reregister", "routes", "latency_us", "max"))),
     ("route p99 steady (ms)", "ms", lambda r: ms(dig(r, "steady_routes", "latency_us", "p99"))),
@@ -411,7 +413,7 @@ def report(results, names, meta):
                 for name, r in points.items() if r and r.get("error")]
     for kind, points in results.items():
         for name, r in points.items():
-            probed = ("reregister", "routes"), ("steady_routes",), ("route_throughput",)
+            probed = ("first_routes",), ("reregister", "routes"), ("steady_routes",), ("route_throughput",)
             lost = sum(dig(r, *keys, "not_success") or 0 for keys in probed)
             errs = [e for keys in probed for e in (dig(r, *keys, "errors") or [])]
             if lost or errs:

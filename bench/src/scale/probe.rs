@@ -103,9 +103,10 @@ impl Probes {
             let stop = Arc::clone(&stop);
             let frames = Arc::clone(frames);
             let pace = Pace::new(started, c, connections, rate);
+            let bounds = (timeout, limit, usize::MAX);
             tasks.spawn(async move {
                 let mut out = ProbeResult::default();
-                let run = probe(addr, (c, pace), &frames, &stop, (timeout, limit), &mut out);
+                let run = probe(addr, (c, pace), &frames, &stop, bounds, &mut out);
                 if let Err(e) = run.await {
                     out.errors.push(e.to_string());
                 }
@@ -115,8 +116,39 @@ impl Probes {
         Self { stop, tasks }
     }
 
-    pub async fn stop(mut self) -> ProbeResult {
+    /// `connections` probes, each asking every topic once, one request at a time: the first
+    /// asks after a registration, each of which the server answers without a cached body.
+    pub async fn once(
+        addr: SocketAddr,
+        connections: usize,
+        frames: &Arc<Vec<Bytes>>,
+        timeout: Duration,
+    ) -> ProbeResult {
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut tasks = JoinSet::new();
+        let limit = timeout * 4 + Duration::from_secs(60);
+        for c in 0..connections {
+            let stop = Arc::clone(&stop);
+            let frames = Arc::clone(frames);
+            let bounds = (timeout, limit, frames.len());
+            tasks.spawn(async move {
+                let mut out = ProbeResult::default();
+                let run = probe(addr, (c, None), &frames, &stop, bounds, &mut out);
+                if let Err(e) = run.await {
+                    out.errors.push(e.to_string());
+                }
+                out
+            });
+        }
+        Self { stop, tasks }.joined().await
+    }
+
+    pub async fn stop(self) -> ProbeResult {
         self.stop.store(true, Ordering::Relaxed);
+        self.joined().await
+    }
+
+    async fn joined(mut self) -> ProbeResult {
         let mut all = ProbeResult::default();
         while let Some(joined) = self.tasks.join_next().await {
             match joined {
@@ -166,7 +198,7 @@ async fn probe(
     (index, pace): (usize, Option<Pace>),
     frames: &[Bytes],
     stop: &AtomicBool,
-    (timeout, limit): (Duration, Duration),
+    (timeout, limit, most): (Duration, Duration, usize),
     out: &mut ProbeResult,
 ) -> Result<(), BenchError> {
     let until = Instant::now() + limit;
@@ -174,7 +206,9 @@ async fn probe(
     let mut buf = BytesMut::with_capacity(64 * 1024);
     let mut next = index * 37;
     let mut sent_count: u32 = 0;
-    while !stop.load(Ordering::Relaxed) && Instant::now() < until {
+    let mut asked = 0;
+    while !stop.load(Ordering::Relaxed) && Instant::now() < until && asked < most {
+        asked += 1;
         let i = next % frames.len().max(1);
         next += 1;
         let Some(frame) = frames.get(i) else {
