@@ -144,7 +144,9 @@ pub struct LiveBroker {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Applied {
     removals: u64,
-    fingerprints: Vec<u64>,
+    /// A set, not a list: each part of a split round is looked up among all the parts kept
+    /// (1,250 of them for a million topics), which a list would make quadratic in the parts.
+    fingerprints: HashSet<u64>,
 }
 
 impl Applied {
@@ -158,14 +160,12 @@ impl Applied {
             Some(mut applied)
                 if applied.removals == removals && applied.fingerprints.len() < Self::MAX_SETS =>
             {
-                if !applied.fingerprints.contains(&fingerprint) {
-                    applied.fingerprints.push(fingerprint);
-                }
+                applied.fingerprints.insert(fingerprint);
                 applied
             }
             _ => Applied {
                 removals,
-                fingerprints: vec![fingerprint],
+                fingerprints: HashSet::from([fingerprint]),
             },
         }
     }
