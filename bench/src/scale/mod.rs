@@ -23,7 +23,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-
 use clap::Args;
 use serde_json::{json, Value};
 

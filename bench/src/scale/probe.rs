@@ -4,10 +4,10 @@
 //! Paced probes measure latency: together they ask at a fixed rate, each connection on its own
 //! grid of send times, and a request that was due while the one before it was still unanswered
 //! counts from when it was due, so a stall of the server counts for every request it delayed
-//! (no coordinated omission). Closed-loop probes
-//! (rate 0) ask as fast as they are answered: a throughput figure, whose latencies are mostly the
-//! queueing of a saturated machine (at 1,000 groups a route is 177 KB, and four connections in a
-//! closed loop move 2 GB/s through loopback on two cores).
+//! (no coordinated omission). Closed-loop probes (rate 0) ask as fast as they are answered: a
+//! throughput figure, whose latencies are mostly the queueing of a saturated machine (at 1,000
+//! groups a route is 177 KB, and four connections in a closed loop move 2 GB/s through loopback
+//! on two cores).
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -96,24 +96,12 @@ impl Probes {
         timeout: Duration,
         limit: Duration,
     ) -> Self {
-        let stop = Arc::new(AtomicBool::new(false));
-        let mut tasks = JoinSet::new();
-        let started = Instant::now();
-        for c in 0..connections {
-            let stop = Arc::clone(&stop);
-            let frames = Arc::clone(frames);
-            let pace = Pace::new(started, c, connections, rate);
-            let bounds = (timeout, limit, usize::MAX);
-            tasks.spawn(async move {
-                let mut out = ProbeResult::default();
-                let run = probe(addr, (c, pace), &frames, &stop, bounds, &mut out);
-                if let Err(e) = run.await {
-                    out.errors.push(e.to_string());
-                }
-                out
-            });
-        }
-        Self { stop, tasks }
+        Self::spawn(
+            addr,
+            (connections, rate),
+            frames,
+            (timeout, limit, usize::MAX),
+        )
     }
 
     /// `connections` probes, each asking every topic once, one request at a time: the first
@@ -124,23 +112,37 @@ impl Probes {
         frames: &Arc<Vec<Bytes>>,
         timeout: Duration,
     ) -> ProbeResult {
+        let limit = timeout * 4 + Duration::from_secs(60);
+        let bounds = (timeout, limit, frames.len());
+        Self::spawn(addr, (connections, 0.0), frames, bounds)
+            .joined()
+            .await
+    }
+
+    /// The probe tasks, each within `bounds` (see [`probe`]).
+    fn spawn(
+        addr: SocketAddr,
+        (connections, rate): (usize, f64),
+        frames: &Arc<Vec<Bytes>>,
+        bounds: (Duration, Duration, usize),
+    ) -> Self {
         let stop = Arc::new(AtomicBool::new(false));
         let mut tasks = JoinSet::new();
-        let limit = timeout * 4 + Duration::from_secs(60);
+        let started = Instant::now();
         for c in 0..connections {
             let stop = Arc::clone(&stop);
             let frames = Arc::clone(frames);
-            let bounds = (timeout, limit, frames.len());
+            let pace = Pace::new(started, c, connections, rate);
             tasks.spawn(async move {
                 let mut out = ProbeResult::default();
-                let run = probe(addr, (c, None), &frames, &stop, bounds, &mut out);
+                let run = probe(addr, (c, pace), &frames, &stop, bounds, &mut out);
                 if let Err(e) = run.await {
                     out.errors.push(e.to_string());
                 }
                 out
             });
         }
-        Self { stop, tasks }.joined().await
+        Self { stop, tasks }
     }
 
     pub async fn stop(self) -> ProbeResult {
@@ -188,11 +190,12 @@ impl Pace {
     }
 
     /// The due time of request `n`.
-    fn due(&self, n: u32) -> Instant {
-        self.first + self.interval * n
+    fn due(&self, n: usize) -> Instant {
+        self.first + self.interval * u32::try_from(n).unwrap_or(u32::MAX)
     }
 }
 
+/// One probe connection: up to `most` requests, each bounded by `timeout`, for at most `limit`.
 async fn probe(
     addr: SocketAddr,
     (index, pace): (usize, Option<Pace>),
@@ -205,27 +208,25 @@ async fn probe(
     let mut stream = wire::connect(addr, timeout).await?;
     let mut buf = BytesMut::with_capacity(64 * 1024);
     let mut next = index * 37;
-    let mut sent_count: u32 = 0;
     let mut asked = 0;
     while !stop.load(Ordering::Relaxed) && Instant::now() < until && asked < most {
-        asked += 1;
         let i = next % frames.len().max(1);
         next += 1;
         let Some(frame) = frames.get(i) else {
             return Ok(());
         };
-        let sent = match pace {
-            // Still answering when the next request was due: the server held it back, and its
-            // latency counts from then. Otherwise from the send: the timer's own lateness (up
-            // to a millisecond) is the prober's, not the server's.
-            Some(pace) if Instant::now() > pace.due(sent_count) => pace.due(sent_count),
-            Some(pace) => {
-                tokio::time::sleep_until(pace.due(sent_count).into()).await;
+        // Still answering when this request was due: the server held it back, and its latency
+        // counts from then. Otherwise from the send: the timer's own lateness (up to a
+        // millisecond) is the prober's, not the server's.
+        let sent = match pace.map(|pace| pace.due(asked)) {
+            Some(due) if Instant::now() > due => due,
+            Some(due) => {
+                tokio::time::sleep_until(due.into()).await;
                 Instant::now()
             }
             None => Instant::now(),
         };
-        sent_count = sent_count.saturating_add(1);
+        asked += 1;
         let opaque = i32::try_from(i).unwrap_or(0);
         let reply = wire::call(&mut stream, frame, opaque, &mut buf, timeout).await?;
         out.latencies.record(sent.elapsed());
