@@ -12,7 +12,8 @@ use std::time::Instant;
 use actix::prelude::*;
 use bytes::Bytes;
 use rmq_protocol::body::{
-    ClusterInfo, DataVersion, GetBrokerMemberGroupResponseBody, KvTable, QueueData, SharedRoute,
+    DataVersion, GetBrokerMemberGroupResponseBody, KvTable, QueueData, SharedClusterInfo,
+    SharedRoute,
 };
 
 use crate::route::{
@@ -100,7 +101,7 @@ pub enum RouteError {
 
 /// GET_BROKER_CLUSTER_INFO.
 #[derive(Debug, Message)]
-#[rtype(result = "ClusterInfo")]
+#[rtype(result = "SharedClusterInfo")]
 pub struct GetClusterInfo;
 
 /// GET_BROKER_MEMBER_GROUP.

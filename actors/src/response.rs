@@ -2,7 +2,7 @@
 //! and bodies as Java sends them), all in one place. The connection then stamps opaque, version
 //! and serialize type.
 
-use rmq_protocol::body::{to_json, ClusterInfo, GetBrokerMemberGroupResponseBody, TopicList};
+use rmq_protocol::body::{to_json, GetBrokerMemberGroupResponseBody, SharedClusterInfo, TopicList};
 use rmq_protocol::custom_headers::{CommandHeader, HeaderFieldError, RegisterBrokerResponseHeader};
 use rmq_protocol::fastjson::JsonStyle;
 use rmq_protocol::{ExtFields, RemotingCommand, ResponseCode};
@@ -95,9 +95,10 @@ fn json_success(value: &impl serde::Serialize) -> RemotingCommand {
     RemotingCommand::success().with_body(to_json(value, JsonStyle::Legacy))
 }
 
-impl IntoResponse for ClusterInfo {
+/// Encoded from the groups' shared encodings: the same bytes as `ClusterInfo`'s.
+impl IntoResponse for SharedClusterInfo {
     fn into_response(self) -> RemotingCommand {
-        json_success(&self)
+        RemotingCommand::success().with_body(self.to_json(JsonStyle::Legacy))
     }
 }
 

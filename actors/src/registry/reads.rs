@@ -51,7 +51,7 @@ impl Handler<GetClusterInfo> for RouteRegistry {
 
     fn handle(&mut self, _: GetClusterInfo, ctx: &mut Context<Self>) -> Self::Result {
         contain(self, ctx, "GetClusterInfo", move |this, _| {
-            MessageResult(this.tables.cluster_info())
+            MessageResult(this.tables.shared_cluster_info())
         })
     }
 }

@@ -5,8 +5,8 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use rmq_protocol::body::{
-    perm, sys_flag, to_json, BrokerMemberGroup, ClusterInfo, EncodedBrokerData, SharedQueueData,
-    SharedRoute, TopicRouteData,
+    perm, sys_flag, to_json, BrokerMemberGroup, ClusterInfo, EncodedBrokerData, SharedClusterInfo,
+    SharedQueueData, SharedRoute, TopicRouteData,
 };
 use rmq_protocol::fastjson::JsonStyle;
 use serde::Serialize;
@@ -79,23 +79,24 @@ impl RouteTables {
         self.topics_by_sys_flag(|flag| flag & sys_flag::UNIT == 0 && flag & sys_flag::UNIT_SUB != 0)
     }
 
-    /// GET_BROKER_CLUSTER_INFO body.
+    /// GET_BROKER_CLUSTER_INFO body, as a copy of every part.
     pub fn cluster_info(&self) -> ClusterInfo {
-        ClusterInfo {
-            broker_addr_table: self
+        self.shared_cluster_info().to_data()
+    }
+
+    /// GET_BROKER_CLUSTER_INFO as answered: every group's `BrokerData` the encoding its routes
+    /// share, so that answering copies no group.
+    pub fn shared_cluster_info(&self) -> SharedClusterInfo {
+        SharedClusterInfo {
+            brokers: self
                 .brokers
                 .iter()
-                .map(|(name, g)| (name.as_str().to_owned(), g.to_broker_data(name)))
+                .map(|(name, g)| g.encoded.of(name, g))
                 .collect(),
-            cluster_addr_table: self
+            clusters: self
                 .clusters
                 .iter()
-                .map(|(c, names)| {
-                    (
-                        c.as_str().to_owned(),
-                        names.iter().map(|n| n.as_str().to_owned()).collect(),
-                    )
-                })
+                .map(|(c, names)| (c.shared(), names.iter().map(BrokerName::shared).collect()))
                 .collect(),
         }
     }

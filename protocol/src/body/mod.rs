@@ -30,5 +30,5 @@ pub use route::{
     BrokerData, BrokerMemberGroup, ClusterInfo, GetBrokerMemberGroupResponseBody, QueueData,
     TopicList, TopicRouteData,
 };
-pub use shared_route::{EncodedBrokerData, SharedQueueData, SharedRoute};
+pub use shared_route::{EncodedBrokerData, SharedClusterInfo, SharedQueueData, SharedRoute};
 pub use topic_config::{DataVersion, TopicConfig, TopicConfigWrapper, TopicQueueMappingInfo};

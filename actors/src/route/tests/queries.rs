@@ -287,6 +287,11 @@ fn a_groups_encoding_is_shared_by_its_topics_and_follows_every_change() {
     register(&mut t, Reg::master(&["a", "b"]).acting_master(Some(true)));
     let (a, b) = (t.shared_route("a").unwrap(), t.shared_route("b").unwrap());
     assert!(Arc::ptr_eq(&a.broker_datas[0], &b.broker_datas[0]));
+    // Cluster info answers from the same encoding: no group is copied to answer it.
+    assert!(Arc::ptr_eq(
+        &t.shared_cluster_info().brokers[0],
+        &a.broker_datas[0]
+    ));
     let was = Arc::clone(&a.broker_datas[0]);
 
     // A slave joins: the next route shows it, from a new encoding.
@@ -318,5 +323,8 @@ fn a_groups_encoding_is_shared_by_its_topics_and_follows_every_change() {
     for style in [JsonStyle::Legacy, JsonStyle::Standard] {
         let shared = t.shared_route("a").unwrap().to_json(style);
         assert_eq!(shared, to_json(&route, style));
+        let info = t.shared_cluster_info().to_json(style);
+        assert_eq!(info, to_json(&t.cluster_info(), style));
     }
+    assert_eq!(t.cluster_info().broker_addr_table[BROKER].cluster, "other");
 }
