@@ -19,7 +19,8 @@ Java's format, which both read: its start-up time is spawn -> first accepted con
 (`rmq-bench scale` at 2 x 2,000 topics under other names; those brokers disconnect, unregistering),
 then runs `rmq-bench scale` (registration timed, RSS per entry, a re-registration round with route
 probes, steady routes, the big reads) with the brokers held registered at the end: then, for Java,
-`jcmd GC.run` + `GC.heap_info` (live heap after a full GC), and the server is stopped by its PID
+`jcmd GC.class_histogram` (the objects live after a full GC, its idle figure read after the
+warm-up), and the server is stopped by its PID
 with its tables full (stop time). Java runs with the JVM options of its runserver.sh, the heap
 sized for the point (-Xms = -Xmx = --java-heap or 1/2/4 GiB by entries), GC logged to its home.
 
@@ -95,14 +96,16 @@ def jcmd(pid, *command, timeout=120):
 
 
 def java_live_heap_kib(pid):
-    """Heap used after a full GC (jcmd GC.run, then GC.heap_info), KiB; None if jcmd fails."""
+    """The objects live after a full GC, KiB: the total of `jcmd GC.class_histogram`, which
+    collects first and counts objects only. `GC.heap_info`'s "used" also counts the TLABs that
+    threads took after the collection, MiBs of noise at the small points (Java's b10 figure read
+    anywhere from 0 to 673 B per entry); None if jcmd fails."""
     try:
-        jcmd(pid, "GC.run")
-        text = jcmd(pid, "GC.heap_info")
+        text = jcmd(pid, "GC.class_histogram", timeout=300)
     except (OSError, subprocess.TimeoutExpired):
         return None
-    m = re.search(r"heap\s+total\s+\d+K,\s+used\s+(\d+)K", text)
-    return int(m.group(1)) if m else None
+    m = re.search(r"^Total\s+\d+\s+(\d+)\s*$", text, re.M)
+    return int(m.group(1)) // 1024 if m else None
 
 
 def gc_pauses(home):
@@ -193,8 +196,6 @@ class Scale:
         proc, start_s = self.start(kind, label, heap, kv_entries)
         out = {"start_s": round(start_s, 3), "kv_entries": kv_entries, "java_heap": heap if kind == "java" else None}
         try:
-            if kind == "java":
-                out["idle_live_heap_kib"] = java_live_heap_kib(proc.pid)
             warm = ["--groups", "2", "--topics", str(min(2000, topics)), "--prefix", "Warm", "--reads", "1",
                     "--steady", "1s"]
             for _ in range(self.args.warm_runs if kind == "java" else 1):
@@ -203,6 +204,10 @@ class Scale:
             # pages 2 s after the last large body, once more if bodies came meanwhile), so that
             # a give-back during the point is not counted as the tables being smaller.
             time.sleep(0 if self.args.smoke else SETTLE_S)
+            if kind == "java":
+                # After the warm-up, as our idle RSS is: the classes and pools it brings are
+                # not the point's.
+                out["idle_live_heap_kib"] = java_live_heap_kib(proc.pid)
 
             def on_hold():
                 held = {"held_rss_kib": rss_kib(proc.pid)}
