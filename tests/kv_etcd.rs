@@ -392,17 +392,20 @@ fn etcd_backend_without_endpoints_is_refused_naming_the_key() {
     assert!(err.contains("kv.etcd_endpoints"), "{err}");
 }
 
-/// One of the endpoints is down (nothing listens there): the requests that reach it fail at
-/// the transport and the client moves on to the other, so once a write is taken every later
-/// one is (a balanced channel kept choosing the dead endpoint: a member killed out of three
-/// failed a third of the writes until it came back).
+/// One of the endpoints is down (its port refuses connections): the client connects to the
+/// other when it is made, whichever it tries first, and stays there, so once a write is taken
+/// every later one is (a balanced channel kept choosing the dead endpoint: a member killed out
+/// of three failed a third of the writes until it came back).
 #[actix::test]
 async fn an_endpoint_that_is_down_is_left_for_one_that_answers() {
     let etcd = support::etcd::start();
-    let dead = {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
-        listener.local_addr().expect("its address")
-    };
+    // Bound and never listening: connections to it are refused, and while the socket lives no
+    // other process (another test's etcd) can take its port.
+    let dead_socket = tokio::net::TcpSocket::new_v4().expect("a socket");
+    dead_socket
+        .bind("127.0.0.1:0".parse().expect("an address"))
+        .expect("a free port");
+    let dead = dead_socket.local_addr().expect("its address");
     let mut config = etcd_config(
         &etcd,
         &format!("/dead-endpoint-{}", support::etcd::unique()),
@@ -423,6 +426,7 @@ async fn an_endpoint_that_is_down_is_left_for_one_that_answers() {
         Some("v")
     );
     server.stop().await;
+    drop(dead_socket);
 }
 
 /// The daemon binary on `etcd` (its KV under `prefix`), killed by PID when dropped.

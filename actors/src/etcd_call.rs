@@ -38,8 +38,9 @@ pub async fn within<T>(
 }
 
 /// A client of `endpoints`, with `security` (TLS, user), connected (and authenticated) within
-/// `limit`. A member cut off from its cluster's leader answers no request rather than stale
-/// ones (`require_leader`).
+/// `limit` for each endpoint it tries (the endpoints that are down are tried first at worst).
+/// A member cut off from its cluster's leader answers no request rather than stale ones
+/// (`require_leader`).
 pub async fn connect(
     endpoints: &[String],
     security: &Security,
@@ -49,7 +50,11 @@ pub async fn connect(
         .with_connect_timeout(limit)
         .with_require_leader(true)
         .with_security(security.clone());
-    within(limit, Client::connect(endpoints, Some(options)))
-        .await
-        .map_err(|e| format!("cannot connect to etcd: {e}"))
+    let tries = u32::try_from(endpoints.len().max(1)).unwrap_or(u32::MAX);
+    within(
+        limit.saturating_mul(tries),
+        Client::connect(endpoints, Some(options)),
+    )
+    .await
+    .map_err(|e| format!("cannot connect to etcd: {e}"))
 }

@@ -1,5 +1,6 @@
-//! The channel a client's requests go out on: one lazily connected channel per etcd endpoint,
-//! all requests to the current one, and the next endpoint current as soon as one fails at the
+//! The channel a client's requests go out on: one channel per etcd endpoint (the first current
+//! one connected by `Client::connect`, the others on their first request), all requests to the
+//! current one, and the next endpoint current as soon as one fails at the
 //! transport level (it could not be connected, or its connection broke).
 //!
 //! tonic's balanced channel keeps choosing an endpoint whose connection fails: a member killed
@@ -31,14 +32,10 @@ pub(super) struct Failover {
 }
 
 impl Failover {
-    /// `channels` must not be empty. The first current endpoint is drawn at random, so that the
-    /// clients made one after the other (a store starting over) do not all begin with the
-    /// same member, which may be the one that is down.
-    pub(super) fn new(channels: Vec<Channel>) -> Self {
-        // Each RandomState is seeded afresh: its hash of anything is a random number.
-        let first = RandomState::new().hash_one(channels.len()) as usize;
+    /// Requests go to `channels[current]` first; `channels` must not be empty.
+    pub(super) fn new(channels: Vec<Channel>, current: usize) -> Self {
         Self {
-            current: Arc::new(AtomicUsize::new(first % channels.len().max(1))),
+            current: Arc::new(AtomicUsize::new(current)),
             channels: channels.into(),
             ready: None,
         }
@@ -49,6 +46,15 @@ impl Failover {
         let next = (failed + 1) % channels;
         let _ = current.compare_exchange(failed, next, Ordering::Relaxed, Ordering::Relaxed);
     }
+}
+
+/// Which of `count` endpoints a new client tries first, drawn at random: the clients made one
+/// after the other (a store starting over) do not all begin with the same member, which may be
+/// the one that is down. Zero when `count` is.
+pub(super) fn first_choice(count: usize) -> usize {
+    // Each RandomState is seeded afresh: its hash of anything is a random number.
+    let drawn = RandomState::new().hash_one(count) as usize;
+    drawn % count.max(1)
 }
 
 impl Service<http::Request<Body>> for Failover {

@@ -14,10 +14,10 @@
 //! for a token that every request carries as its `token` metadata; a unary request refused for
 //! an expired token gets a new one and is sent again, once.
 //!
-//! Nothing else here holds a connection open or retries: each endpoint's channel connects on the
-//! first request sent to it and again after a failure, requests go to one endpoint until it
-//! fails and then to the next (`failover.rs`), and what to do about a failed request is the
-//! caller's (`etcd_call`).
+//! Nothing else here holds a connection open or retries: a client connects to one endpoint when
+//! it is made, each other endpoint's channel on the first request sent to it, and any channel
+//! again after a failure; requests go to one endpoint until it fails and then to the next
+//! (`failover.rs`), and what to do about a failed request is the caller's (`etcd_call`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -299,9 +299,12 @@ pub struct Client {
 
 impl Client {
     /// A client of `endpoints` (`host:port`, `http://host:port` or, with TLS,
-    /// `https://host:port`): its requests go to the first until it fails, then to the next
-    /// (`failover.rs`). The channels connect lazily: an endpoint that is down fails the request
-    /// sent to it, not this call, except that a client with a user authenticates here.
+    /// `https://host:port`): its requests go to one endpoint until it fails, then to the next
+    /// (`failover.rs`). One endpoint is connected here (TCP, TLS, HTTP/2): tried from one
+    /// drawn at random, each in turn until one connects, so that a member that is down costs
+    /// this call one refused connection, not a session; the others connect on their first
+    /// request. A client with a user authenticates here too. Every endpoint refused: the last
+    /// one's error.
     pub async fn connect<E: AsRef<str>, S: AsRef<[E]>>(
         endpoints: S,
         options: Option<ConnectOptions>,
@@ -312,11 +315,26 @@ impl Client {
             .iter()
             .map(|url| endpoint(url.as_ref(), &options))
             .collect::<Result<Vec<_>, _>>()?;
-        if endpoints.is_empty() {
-            return Err(Error::InvalidArgs("empty endpoints".into()));
+        let count = endpoints.len();
+        let first = failover::first_choice(count);
+        let mut refused = None;
+        for at in (0..count).map(|step| (first + step) % count) {
+            match endpoints[at].connect().await {
+                Ok(connected) => {
+                    let channels = endpoints.iter().enumerate().map(|(i, endpoint)| {
+                        if i == at {
+                            connected.clone()
+                        } else {
+                            endpoint.connect_lazy()
+                        }
+                    });
+                    let channel = failover::Failover::new(channels.collect(), at);
+                    return Self::over(channel, &options).await;
+                }
+                Err(e) => refused = Some(e),
+            }
         }
-        let channels = endpoints.iter().map(Endpoint::connect_lazy).collect();
-        Self::over(failover::Failover::new(channels), &options).await
+        Err(refused.map_or_else(|| Error::InvalidArgs("empty endpoints".into()), Error::from))
     }
 
     /// A client of the one endpoint `url`, connected now (TCP, TLS handshake, HTTP/2): a
@@ -324,7 +342,7 @@ impl Client {
     /// the first request. What the start's check of the settings uses.
     pub async fn connect_now(url: &str, options: ConnectOptions) -> Result<Self, Error> {
         let channel = endpoint(url, &options)?.connect().await?;
-        Self::over(failover::Failover::new(vec![channel]), &options).await
+        Self::over(failover::Failover::new(vec![channel], 0), &options).await
     }
 
     /// The service clients on `channel`, authenticated when the options have a user.
