@@ -1,7 +1,7 @@
 //! The channel a client's requests go out on: one channel per etcd endpoint (the first current
 //! one connected by `Client::connect`, the others on their first request), all requests to the
-//! current one, and the next endpoint current as soon as one fails at the
-//! transport level (it could not be connected, or its connection broke).
+//! current one, and the next endpoint current as soon as one fails at the transport level (it
+//! could not be connected, or its connection broke).
 //!
 //! tonic's balanced channel keeps choosing an endpoint whose connection fails: a member killed
 //! out of three failed a third of the requests, and every watch opened on it, until it came back.
