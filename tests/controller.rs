@@ -777,3 +777,21 @@ async fn a_config_update_that_cannot_be_persisted_says_so() {
     assert_eq!(r.code, 0, "{r:?}");
     server.stop().await;
 }
+
+/// The test support's own guard against a port race: a controller port taken between the test
+/// finding it free and the server binding it is replaced by another free one.
+#[actix::test]
+async fn a_controller_port_taken_before_the_start_is_replaced() {
+    let dir = test_dir("ctl-port-taken");
+    let mut config = controller_config(&dir);
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = taken.local_addr().expect("addr").port();
+    config.controller.peers = format!("n0-127.0.0.1:{port}");
+    let server = start_server(config);
+    assert_ne!(server.controller_addr().map(|a| a.port()), Some(port));
+    let mut ctl = controller(&server).await;
+    let r = ctl.request(next_id("after-the-move")).await.unwrap();
+    assert_eq!(r.code, 0, "{r:?}");
+    server.stop().await;
+    drop(taken);
+}

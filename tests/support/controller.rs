@@ -15,6 +15,24 @@ pub fn free_port() -> u16 {
     probe.local_addr().expect("addr").port()
 }
 
+/// `config`'s own entry of `controller.peers` (`self_id-host:port`) moved to a port free now.
+pub fn move_self_to_free_port(config: &mut Config) {
+    let own = format!("{}-", config.controller.self_id);
+    let peers: Vec<String> = config
+        .controller
+        .peers
+        .split(';')
+        .map(|peer| match peer.strip_prefix(&own) {
+            Some(addr) => {
+                let host = addr.rsplit_once(':').map_or(addr, |(host, _)| host);
+                format!("{own}{host}:{}", free_port())
+            }
+            None => peer.to_owned(),
+        })
+        .collect();
+    config.controller.peers = peers.join(";");
+}
+
 /// A server with the controller on: one node, `n0`, its state under `dir`.
 pub fn controller_config(dir: &Path) -> Config {
     let mut config = test_config();

@@ -12,9 +12,10 @@ use std::time::Duration;
 
 use etcd::unique;
 use rmq_namesrv::config::Config;
+use rmq_namesrv::controller_port::ControllerStartError;
 use rmq_namesrv::protocol::{RemotingCommand, RequestCode};
 use rmq_namesrv::tools::client::Client;
-use rmq_namesrv::{NameServer, NameServerHandle};
+use rmq_namesrv::{NameServer, NameServerHandle, StartError};
 
 pub const TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -42,12 +43,26 @@ pub fn test_config() -> Config {
     config
 }
 
-/// Starts a server on a listener bound to 127.0.0.1:0 before the server sees it.
-pub fn start_server(config: Config) -> NameServerHandle {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
-    NameServer::new(config)
-        .start(listener)
-        .expect("server starts")
+/// Starts a server on a listener bound to 127.0.0.1:0 before the server sees it. The controller
+/// binds the port its `controller.peers` entry names, found free by the test a moment before
+/// (`controller::free_port`): if something took it since (another test's connection), the node
+/// is given another free port and started again, a few times at most.
+pub fn start_server(mut config: Config) -> NameServerHandle {
+    const STARTS: usize = 5;
+    let mut starts = 1;
+    loop {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+        match NameServer::new(config.clone()).start(listener) {
+            Ok(server) => return server,
+            Err(StartError::Controller(ControllerStartError::Bind { source, .. }))
+                if source.kind() == std::io::ErrorKind::AddrInUse && starts < STARTS =>
+            {
+                controller::move_self_to_free_port(&mut config);
+                starts += 1;
+            }
+            Err(e) => panic!("server starts: {e:?}"),
+        }
+    }
 }
 
 pub async fn connect(server: &NameServerHandle) -> Client {
