@@ -17,17 +17,16 @@ pub fn free_port() -> u16 {
 
 /// `config`'s own entry of `controller.peers` (`self_id-host:port`) moved to a port free now.
 pub fn move_self_to_free_port(config: &mut Config) {
-    let own = format!("{}-", config.controller.self_id);
-    let peers: Vec<String> = config
-        .controller
-        .peers
-        .split(';')
-        .map(|peer| match peer.strip_prefix(&own) {
-            Some(addr) => {
-                let host = addr.rsplit_once(':').map_or(addr, |(host, _)| host);
-                format!("{own}{host}:{}", free_port())
+    let section = &config.controller;
+    let peers: Vec<String> = section
+        .peer_list()
+        .expect("the test's controller.peers")
+        .into_iter()
+        .map(|(id, mut addr)| {
+            if id == section.self_id {
+                addr.set_port(free_port());
             }
-            None => peer.to_owned(),
+            format!("{id}-{addr}")
         })
         .collect();
     config.controller.peers = peers.join(";");
