@@ -21,6 +21,9 @@ use std::time::{Duration, Instant};
 /// How long etcd gets to answer its health check after being started.
 pub const READY_LIMIT: Duration = Duration::from_secs(10);
 
+/// Starts tried when a port found free was taken before etcd bound it (see [`free_ports`]).
+const START_ATTEMPTS: u32 = 5;
+
 /// A running etcd; dropping it kills it and removes its files.
 pub struct Etcd {
     child: Child,
@@ -51,6 +54,21 @@ pub fn start() -> Etcd {
 /// [`start`] with TLS or a token TTL.
 pub fn start_with(options: &Options) -> Etcd {
     remove_stale_dirs();
+    let mut attempt = 1;
+    loop {
+        match try_start(options) {
+            Ok(etcd) => return etcd,
+            Err(log) if attempt < START_ATTEMPTS && log.contains("address already in use") => {
+                eprintln!("etcd: a port found free was taken before etcd bound it; again");
+                attempt += 1;
+            }
+            Err(log) => panic!("etcd exited before it was ready:\n{log}"),
+        }
+    }
+}
+
+/// One start on ports found free now: the end of etcd's log if it exited before it was ready.
+fn try_start(options: &Options) -> Result<Etcd, String> {
     let (client_port, peer_port) = free_ports();
     let (metrics_port, _) = free_ports();
     let dir = std::env::temp_dir().join(format!(
@@ -138,8 +156,8 @@ pub fn start_with(options: &Options) -> Etcd {
         tls: options.tls.is_some(),
         killed: false,
     };
-    etcd.wait_ready();
-    etcd
+    etcd.wait_ready()?;
+    Ok(etcd)
 }
 
 impl Etcd {
@@ -228,18 +246,16 @@ impl Etcd {
         lines[lines.len().saturating_sub(20)..].join("\n")
     }
 
-    fn wait_ready(&mut self) {
+    /// Waits until etcd is healthy; the end of its log if it exited first.
+    fn wait_ready(&mut self) -> Result<(), String> {
         let deadline = Instant::now() + READY_LIMIT;
         loop {
             if let Ok(Some(status)) = self.child.try_wait() {
                 self.killed = true;
-                panic!(
-                    "etcd exited ({status}) before it was ready:\n{}",
-                    self.log_tail()
-                );
+                return Err(format!("({status})\n{}", self.log_tail()));
             }
             if self.healthy() {
-                return;
+                return Ok(());
             }
             if Instant::now() >= deadline {
                 self.kill();
@@ -297,7 +313,8 @@ fn post(port: u16, path: &str, body: &str) -> String {
 }
 
 /// Two distinct free ports (both held while the second is found). etcd binds them itself, so
-/// another process may take one in between; unlikely, and the start then fails loudly.
+/// another process may take one in between: etcd then exits saying so, and [`start_with`]
+/// starts it again on other ports.
 fn free_ports() -> (u16, u16) {
     let a = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
     let b = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
