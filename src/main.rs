@@ -1,6 +1,7 @@
 //! The rmq-namesrv daemon: flags -> configuration -> logging -> actix System -> NameServer.
 //! `rmq-namesrv admin ...` is the mqadmin-style client instead (see `rmq_namesrv::admin`).
 
+mod allocator;
 mod logging;
 mod notify;
 
@@ -121,6 +122,8 @@ impl Common {
 }
 
 fn main() -> ExitCode {
+    // First, before any thread runs.
+    let thresholds = allocator::fix_thresholds();
     let cli = Cli::parse_from(rmq_namesrv::tools::admin::mqadmin_args(std::env::args_os()));
     let (common, overrides, mode) = match cli.command {
         Some(Command::Admin(args)) => return admin(args),
@@ -160,6 +163,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    info!("{}", thresholds.describe());
     warn_no_effect_keys(&config);
     let system = actix::System::new();
     let result = system.block_on(async move {

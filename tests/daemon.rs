@@ -412,3 +412,82 @@ async fn java_controller_properties_run_the_embedded_controller() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The malloc settings an operator may give glibc (src/allocator.rs keeps them when present).
+const MALLOC_SETTINGS: [&str; 5] = [
+    "MALLOC_MMAP_THRESHOLD_",
+    "MALLOC_TRIM_THRESHOLD_",
+    "MALLOC_TOP_PAD_",
+    "MALLOC_MMAP_MAX_",
+    "GLIBC_TUNABLES",
+];
+
+/// The first stderr line of a daemon started with `env` that contains `wanted`, read until the
+/// daemon says it started (or TIMEOUT).
+fn start_up_line(dir: &Path, env: &[(&str, &str)], wanted: &str) -> Option<String> {
+    let mut command = Command::new(BIN);
+    command
+        .args(["--listen", "127.0.0.1:0", "--log-level", "info"])
+        .arg("--kv-config-path")
+        .arg(dir.join("kvConfig.json"))
+        .arg("--config-store-path")
+        .arg(dir.join("namesrv.properties"))
+        .env("NAMESRV__TLS__CONFIG_FILE", "")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    for name in MALLOC_SETTINGS {
+        command.env_remove(name);
+    }
+    command.envs(env.iter().copied());
+    let mut child = Daemon {
+        child: command.spawn().expect("spawn rmq-namesrv"),
+        addr: String::new(),
+    };
+    let stderr = child.child.stderr.take().expect("piped stderr");
+    let (lines, received) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if lines.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let deadline = Instant::now() + TIMEOUT;
+    while let Some(left) = deadline.checked_duration_since(Instant::now()) {
+        let line = received.recv_timeout(left).ok()?;
+        if line.contains(wanted) {
+            return Some(line);
+        }
+        if line.contains("name server started") {
+            return None;
+        }
+    }
+    None
+}
+
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[test]
+fn the_start_up_log_says_how_the_allocator_is_set() {
+    let dir = temp_dir("allocator");
+    let fixed = start_up_line(&dir, &[], "glibc malloc thresholds");
+    assert!(
+        fixed.as_deref().is_some_and(|l| l.contains("fixed")),
+        "{fixed:?}"
+    );
+    for env in [
+        ("MALLOC_TRIM_THRESHOLD_", "1048576"),
+        ("GLIBC_TUNABLES", "glibc.malloc.mmap_threshold=4194304"),
+    ] {
+        let kept = start_up_line(&dir, &[env], "glibc malloc thresholds");
+        assert!(
+            kept.as_deref()
+                .is_some_and(|l| l.contains("as the environment sets them")),
+            "{env:?}: {kept:?}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -52,7 +52,13 @@ const ACTORS: Ladder = Ladder {
 const DAEMON: Ladder = Ladder {
     src: "src",
     rungs: &[
-        &["java_keys", "health", "notify", "controller_config"],
+        &[
+            "java_keys",
+            "health",
+            "notify",
+            "controller_config",
+            "allocator",
+        ],
         &["config"],
         &["java_props", "logging", "fleet"],
         &[
