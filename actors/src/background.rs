@@ -1,13 +1,13 @@
-//! Background work: CPU-heavy or blocking jobs (decoding large registrations, KV file writes,
-//! freeing large tables) run on tokio's blocking pool, at a lower scheduling priority, so that on
-//! a busy machine the connection and registry threads, whose latency clients see, run first.
+//! Background work: CPU-heavy jobs (decoding large registrations, freeing large tables) on a
+//! runtime of their own, one thread per core, and blocking ones (KV file writes, TLS reloads)
+//! on tokio's blocking pool, both at a lower scheduling priority, so that on a busy machine the
+//! connection and registry threads, whose latency clients see, run first.
 
 use std::cell::Cell;
-use std::future::Future;
+use std::num::NonZero;
 use std::sync::OnceLock;
 
-use tokio::sync::Semaphore;
-use tokio::task::JoinError;
+use tokio::task::JoinHandle;
 
 /// The nice value background threads run at (0 is normal, 19 the lowest).
 const BACKGROUND_NICE: i32 = 10;
@@ -33,7 +33,7 @@ fn lower_priority() {
 }
 
 /// Runs `job` on the blocking pool at background priority.
-pub fn spawn<F, R>(job: F) -> tokio::task::JoinHandle<R>
+pub fn spawn<F, R>(job: F) -> JoinHandle<R>
 where
     F: FnOnce() -> R + Send + 'static,
     R: Send + 'static,
@@ -44,30 +44,40 @@ where
     })
 }
 
-/// CPU-bound jobs ([`spawn_cpu`]) running at once: one per core.
-fn cpu_slots() -> &'static Semaphore {
-    static SLOTS: OnceLock<Semaphore> = OnceLock::new();
-    SLOTS.get_or_init(|| {
-        Semaphore::new(std::thread::available_parallelism().map_or(2, std::num::NonZero::get))
-    })
+/// The runtime CPU-bound jobs ([`spawn_cpu`]) run on: one thread per core, started on first
+/// use and kept for the life of the process, each job run to its end on one of them. More jobs
+/// at once would finish no sooner. The threads are few and stay, so the allocator arenas that
+/// decoding fills are always the same ones: before, each connection thread's blocking pool
+/// started threads for such jobs and ended them 10 s after, every new one with an arena of its
+/// own where what the thread kept pinned pages of what its decoding had freed, up to 300 KiB
+/// per thread and decode round (bench/SCALE.md). `None` if the runtime cannot be started: the
+/// jobs then run on the blocking pool.
+fn cpu_runtime() -> Option<&'static tokio::runtime::Runtime> {
+    static RUNTIME: OnceLock<Option<tokio::runtime::Runtime>> = OnceLock::new();
+    RUNTIME
+        .get_or_init(|| {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(std::thread::available_parallelism().map_or(2, NonZero::get))
+                .thread_name("rmq-cpu")
+                .on_thread_start(lower_priority)
+                .build()
+                .ok()
+        })
+        .as_ref()
 }
 
-/// Runs a CPU-bound `job` (decoding a large body) on the blocking pool at background priority,
-/// at most one per core at once; the others wait their turn without a thread. More at once
-/// would finish no sooner, and every connection thread's pool would keep a thread (its stack,
-/// its allocator arena) for each job it ran at once: 20 brokers registering together left 30
-/// such threads holding memory. Dropping the answer does not cancel the job.
-pub fn spawn_cpu<F, R>(job: F) -> impl Future<Output = Result<R, JoinError>>
+/// Runs a CPU-bound `job` (decoding a large body, freeing a large table) at background
+/// priority on the CPU runtime's threads, one job per core at once; the others wait their turn
+/// without a thread. Dropping the handle does not cancel the job.
+pub fn spawn_cpu<F, R>(job: F) -> JoinHandle<R>
 where
     F: FnOnce() -> R + Send + 'static,
     R: Send + 'static,
 {
-    let task = tokio::spawn(async move {
-        // (Never closed: a failed acquire only means running without a slot.)
-        let _slot = cpu_slots().acquire().await;
-        spawn(job).await
-    });
-    async move { task.await.and_then(|done| done) }
+    match cpu_runtime() {
+        Some(runtime) => runtime.spawn(async move { job() }),
+        None => spawn(job),
+    }
 }
 
 #[cfg(test)]

@@ -259,10 +259,10 @@ async fn decode_off_loop(
     }
 }
 
-/// Drops a registration's topic table; a large one on the blocking pool.
+/// Drops a registration's topic table; a large one on the CPU runtime, whose threads decoded it.
 fn release(topics: Arc<TopicConfigWrapper>) {
     if topics.topic_config_table.len() >= RELEASE_OFF_LOOP_TOPICS {
-        drop(crate::background::spawn(move || drop(topics)));
+        drop(crate::background::spawn_cpu(move || drop(topics)));
     }
 }
 
