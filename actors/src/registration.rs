@@ -9,7 +9,7 @@
 //!    its last small body and up to [`BodyMemos::MAX`] large ones: a 5.x broker registering split
 //!    sends a round of different parts, each the same as in its last round.
 //! 2. **Off-loop decode.** A body that must be decoded is decoded on the connection's thread when
-//!    small, on the blocking pool at background priority when at least
+//!    small, on the CPU runtime (`background.rs`) at background priority when at least
 //!    [`OFFLOAD_BODY_BYTES`] or compressed (after reserving what it may inflate to from the
 //!    server-wide inflation budget), so a large registration never stalls the connections of
 //!    its thread.
@@ -18,7 +18,7 @@
 //!    answers [`NeedTopics`]; the body is then decoded after all and sent again. At most two
 //!    rounds: the second always carries the table.
 //! 4. **Release off the registry.** The registry drops its reference to a decoded table before
-//!    answering; the last reference is here, and a large table is freed on the blocking pool.
+//!    answering; the last reference is here, and a large table is freed on the CPU runtime.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher};
@@ -42,10 +42,10 @@ use crate::response::{overloaded, system_error, IntoResponse};
 use crate::route::{ConnId, NeedTopics, Registration, TopicSummary, TopicTable, TopicsPayload};
 use crate::stored;
 
-/// Registration bodies of at least this size are decoded on the blocking pool.
+/// Registration bodies of at least this size are decoded on the CPU runtime.
 pub const OFFLOAD_BODY_BYTES: usize = 64 * 1024;
 
-/// Topic tables of at least this many topics are freed on the blocking pool.
+/// Topic tables of at least this many topics are freed on the CPU runtime.
 const RELEASE_OFF_LOOP_TOPICS: usize = 1024;
 
 /// What a connection remembers of the last registration body it decoded, to recognise the same
@@ -236,7 +236,7 @@ pub async fn register(
     Err(RegistrationError::TableRefused)
 }
 
-/// Decodes a registration, on the blocking pool when `offload` (a large or compressed body).
+/// Decodes a registration, on the CPU runtime when `offload` (a large or compressed body).
 async fn decode_off_loop(
     cmd: RemotingCommand,
     conn: ConnId,

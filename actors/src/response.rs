@@ -35,7 +35,7 @@ pub fn read_header<H: CommandHeader>(cmd: &RemotingCommand) -> Result<H, Remotin
 /// Largest body of the requests whose body is read on the connection's thread or by an actor:
 /// a DataVersion, a topic route, a runtime update are a few KiB; a body of megabytes would hold
 /// up every connection of the thread (or the actor) while it is parsed. REGISTER_BROKER bodies,
-/// the only large ones, are decoded on the blocking pool (registration.rs).
+/// the only large ones, are decoded on the CPU runtime (registration.rs).
 pub const MAX_SMALL_BODY_BYTES: usize = 1 << 20;
 
 /// Refuses a body over [`MAX_SMALL_BODY_BYTES`] with a SYSTEM_ERROR saying so.
