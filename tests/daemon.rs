@@ -34,16 +34,21 @@ impl Drop for Daemon {
     }
 }
 
+/// The daemon on loopback at `log_level`, its KV and config store files under `dir`.
+fn command(dir: &Path, log_level: &str) -> Command {
+    let mut command = Command::new(BIN);
+    command
+        .args(["--listen", "127.0.0.1:0", "--log-level", log_level])
+        .arg("--kv-config-path")
+        .arg(dir.join("kvConfig.json"))
+        .arg("--config-store-path")
+        .arg(dir.join("namesrv.properties"));
+    command
+}
+
 fn spawn(dir: &Path, extra: &[&str]) -> Daemon {
     let (child, addr) = spawn_listening(
-        Command::new(BIN)
-            .args(["--listen", "127.0.0.1:0", "--log-level", "warn"])
-            .arg("--kv-config-path")
-            .arg(dir.join("kvConfig.json"))
-            .arg("--config-store-path")
-            .arg(dir.join("namesrv.properties"))
-            .args(extra)
-            .stderr(Stdio::null()),
+        command(dir, "warn").args(extra).stderr(Stdio::null()),
         "rmq-namesrv listening on ",
     );
     Daemon { child, addr }
@@ -425,13 +430,8 @@ const MALLOC_SETTINGS: [&str; 5] = [
 /// The first stderr line of a daemon started with `env` that contains `wanted`, read until the
 /// daemon says it started (or TIMEOUT).
 fn start_up_line(dir: &Path, env: &[(&str, &str)], wanted: &str) -> Option<String> {
-    let mut command = Command::new(BIN);
+    let mut command = command(dir, "info");
     command
-        .args(["--listen", "127.0.0.1:0", "--log-level", "info"])
-        .arg("--kv-config-path")
-        .arg(dir.join("kvConfig.json"))
-        .arg("--config-store-path")
-        .arg(dir.join("namesrv.properties"))
         .env("NAMESRV__TLS__CONFIG_FILE", "")
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
